@@ -1,0 +1,109 @@
+"""``python -m dperm ...``: every step a Snakemake rule runs, usable without Snakemake.
+
+numpy is imported only after ``--threads`` has pinned the BLAS/OpenMP thread pools: OpenBLAS
+reads its environment once, when it loads, and unpinned BLAS on 2 cores made small fits up to
+8x slower here. Errors a user can fix (bad input, missing data) print one message, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+log = logging.getLogger("dperm")
+
+
+def pin_threads(threads: int) -> None:
+    if "numpy" in sys.modules:
+        log.warning("numpy was imported before the thread count was pinned; BLAS may not obey it")
+    for var in THREAD_VARS:
+        os.environ[var] = str(threads)
+
+
+def _cmd_fetch(args) -> None:
+    from .datasets import registry
+    from .datasets.fetch import fetch, resolve_mirror
+
+    if os.path.basename(args.out) != "fetch.json":
+        raise ValueError(f"--out must name a file called fetch.json, not {args.out!r}")
+    record = registry.get(args.dataset)
+    mirror = resolve_mirror(args.mirror)
+    manifest = fetch(record, os.path.dirname(args.out) or ".", mirror, args.download, args.timeout)
+    log.info("fetched %s from %s: %s", record.key, manifest["source"],
+             ", ".join(f"{f['name']} ({f['verified']})" for f in manifest["files"]))
+
+
+def _cmd_prepare(args) -> None:
+    from .datasets import registry
+    from .datasets.prepare import prepare
+
+    record = registry.get(args.dataset)
+    options = json.loads(args.options) if args.options else {}
+    prov = prepare(record, args.fetched, args.out, args.profile, options)
+    log.info("prepared %s/%s: n=%d, features=%d, p=%d", record.key, args.profile, prov["n"],
+             prov["n_features"], prov["p"])
+
+
+def _cmd_dataset_table(args) -> None:
+    from .datasets.table import dataset_rows, write_dataset_table
+
+    unavailable = json.loads(args.unavailable) if args.unavailable else {}
+    table = dataset_rows(args.provenance, unavailable)
+    write_dataset_table(table, args.csv, args.md)
+    log.info("dataset table: %d datasets (%d unavailable)", len(table), len(unavailable))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dperm", description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fetch", help="fetch a dataset's raw files (mirror, ucimlrepo or HTTPS)")
+    p.add_argument("dataset")
+    p.add_argument("--out", required=True, help="resources/raw/<dataset>/fetch.json")
+    p.add_argument("--mirror", default=None, help="mirror directory (else $DPERM_DATA_MIRROR)")
+    p.add_argument("--download", default="auto", choices=["auto", "always", "never"])
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per download")
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("prepare", help="build model-ready arrays for one preprocessing profile")
+    p.add_argument("dataset")
+    p.add_argument("--fetched", required=True, help="the dataset's fetch.json")
+    p.add_argument("--profile", default="default", help="profile name (recorded in provenance)")
+    p.add_argument("--options", default="{}", help="profile options as JSON")
+    p.add_argument("--out", required=True, help="output .npz (a .json provenance goes beside it)")
+    p.set_defaults(func=_cmd_prepare)
+
+    p = sub.add_parser("dataset-table", help="the dataset characteristics table")
+    p.add_argument("provenance", nargs="*", help="prepared datasets' provenance .json files")
+    p.add_argument("--unavailable", default="{}", help="JSON {dataset: reason} for datasets not had")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.set_defaults(func=_cmd_dataset_table)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.threads < 1:
+        print(f"dperm: --threads must be >= 1, got {args.threads}", file=sys.stderr)
+        return 2
+    pin_threads(args.threads)
+    from .datasets.fetch import FetchError
+    from .files import DataFileError
+
+    try:
+        args.func(args)
+    except (FetchError, DataFileError, ValueError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"dperm {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    return 0
