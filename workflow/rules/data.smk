@@ -1,0 +1,69 @@
+# Raw files -> prepared arrays -> dataset table.
+
+
+rule fetch_raw:
+    output:
+        "resources/raw/{dataset}/fetch.json",
+    params:
+        mirror=f"--mirror {MIRROR}" if MIRROR else "",
+        download=DOWNLOAD,
+        timeout=config["data"]["timeout"],
+    log:
+        "logs/fetch_raw/{dataset}.log",
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm fetch {wildcards.dataset} --out {output} {params.mirror}"
+        " --download {params.download} --timeout {params.timeout} > {log} 2>&1"
+
+
+rule prepare:
+    input:
+        "resources/raw/{dataset}/fetch.json",
+    output:
+        npz="resources/prepared/{dataset}/{profile}.npz",
+        json="resources/prepared/{dataset}/{profile}.json",
+    params:
+        options=lambda wildcards: json.dumps(
+            profile_options(wildcards.dataset, wildcards.profile), sort_keys=True
+        ),
+    log:
+        "logs/prepare/{dataset}/{profile}.log",
+    threads: 1
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm --threads {threads} prepare {wildcards.dataset} --fetched {input}"
+        " --profile {wildcards.profile} --options {params.options:q} --out {output.npz} > {log} 2>&1"
+
+
+rule dataset_table:
+    input:
+        lambda wildcards: [
+            f"resources/prepared/{k}/default.json" for k in configured_available_datasets()
+        ],
+    output:
+        csv=report(
+            "results/tables/datasets.csv",
+            caption="../report/datasets.rst",
+            category="Datasets",
+        ),
+        md="results/tables/datasets.md",
+    params:
+        unavailable=json.dumps(
+            {k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}
+        ),
+    log:
+        "logs/dataset_table.log",
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm dataset-table {input} --unavailable {params.unavailable:q}"
+        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+rule prepare_all:
+    """Every configured dataset, including those the mirror lacks (which then fail alone with
+    the fetch error; add --keep-going to build the rest)."""
+    input:
+        [prepared(k) for k in config["datasets"]],
