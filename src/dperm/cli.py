@@ -58,6 +58,18 @@ def _cmd_dataset_table(args) -> None:
     log.info("dataset table: %d datasets (%d unavailable)", len(table), len(unavailable))
 
 
+def _cmd_info(args) -> None:
+    import numpy
+    import scipy
+
+    from . import __version__
+    from .datasets.registry import DATASET_KEYS
+
+    print(f"dperm {__version__}; numpy {numpy.__version__}; scipy {scipy.__version__}; python {sys.version.split()[0]}")
+    print("threads: " + " ".join(f"{v}={os.environ.get(v, '')}" for v in THREAD_VARS))
+    print("datasets: " + ", ".join(DATASET_KEYS))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dperm", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
@@ -86,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.set_defaults(func=_cmd_dataset_table)
+
+    p = sub.add_parser("info", help="versions, thread settings and known datasets")
+    p.set_defaults(func=_cmd_info)
     return parser
 
 

@@ -88,9 +88,14 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def is_gzip(path: str | os.PathLike) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
+def gunzip_if_gzip(data: bytes, origin: str = "data") -> bytes:
+    """``data`` decompressed if it is gzip (by its magic bytes); corrupt gzip is an error."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise DataFileError(f"corrupt or truncated gzip in {origin}: {exc}. Delete it and fetch it again.") from exc
 
 
 def read_content(path: str | os.PathLike) -> bytes:
@@ -98,15 +103,7 @@ def read_content(path: str | os.PathLike) -> bytes:
     path = Path(path)
     if not path.exists():
         raise DataFileError(f"file not found: {path}")
-    if not is_gzip(path):
-        return path.read_bytes()
-    try:
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    except (EOFError, OSError, zlib.error) as exc:
-        raise DataFileError(
-            f"corrupt or truncated gzip file {path}: {exc}. Delete it and fetch it again."
-        ) from exc
+    return gunzip_if_gzip(path.read_bytes(), str(path))
 
 
 def gzip_bytes(data: bytes) -> bytes:

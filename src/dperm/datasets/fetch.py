@@ -13,7 +13,6 @@ The mirror is ``$DPERM_DATA_MIRROR`` if set, else the ``data.mirror`` config key
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import urllib.request
@@ -21,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 from .. import __version__
-from ..files import (DataFileError, git_blob_sha1, gzip_bytes, is_gzip, read_content, sha256_bytes,
+from ..files import (DataFileError, git_blob_sha1, gunzip_if_gzip, gzip_bytes, sha256_bytes,
                      write_bytes_atomic, write_json_atomic)
 from . import ucimlrepo as uci
 from .canonical import check_field_counts
@@ -89,7 +88,7 @@ def http_get(url: str, timeout: float) -> bytes:
     for member in members:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             data = archive.read(member)
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    return gunzip_if_gzip(data, url)
 
 
 def _from_mirror(record: Dataset, mirror: Path, attempts: list[str]) -> dict | None:
@@ -99,14 +98,15 @@ def _from_mirror(record: Dataset, mirror: Path, attempts: list[str]) -> dict | N
         if path is None:
             attempts.append(f"mirror {mirror}: {raw.mirror_path} (or .gz) not found")
             return None
+        data = path.read_bytes()
         try:
-            content = read_content(path)
+            content = gunzip_if_gzip(data, str(path))
             how = verify(record, raw, content, str(path))
         except DataFileError as exc:
             attempts.append(f"mirror {mirror}: {exc}")
             return None
-        stored = path.read_bytes() if is_gzip(path) else gzip_bytes(content)
-        staged[raw.name + ".gz"] = stored
+        # a gzipped mirror file is stored as it is; a plain one is gzipped
+        staged[raw.name + ".gz"] = data if content is not data else gzip_bytes(content)
         staged.setdefault("_files", []).append(
             {"name": raw.name, "stored": raw.name + ".gz", "origin": str(path), "verified": how,
              "sha256_content": sha256_bytes(content)})
@@ -138,25 +138,14 @@ def _from_ucimlrepo(record: Dataset, attempts: list[str]) -> dict | None:
     try:
         files = uci.download(record)
         # Parse before accepting: a frame that cannot become the canonical table is useless.
-        uci.canonical_from_ucimlrepo(record, *_frames(files))
+        uci.canonical_from_ucimlrepo(record, *uci.deserialise(files))
     except Exception as exc:  # network, API and schema failures all mean "try the next source"
         attempts.append(f"ucimlrepo id={record.uci_id}: {type(exc).__name__}: {exc}")
         return None
     return {**files, "_files": [{"name": n, "stored": n, "origin": f"ucimlrepo id={record.uci_id}",
                                  "verified": "parsed into the canonical table",
-                                 "sha256_content": sha256_bytes(read_bytes_maybe_gz(b))}
+                                 "sha256_content": sha256_bytes(gunzip_if_gzip(b, n))}
                                 for n, b in files.items()]}
-
-
-def read_bytes_maybe_gz(data: bytes) -> bytes:
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-
-
-def _frames(files: dict[str, bytes]):
-    import pandas as pd
-
-    original = pd.read_csv(io.BytesIO(read_bytes_maybe_gz(files[uci.ORIGINAL])), low_memory=False)
-    return original, pd.read_csv(io.BytesIO(files[uci.VARIABLES]))
 
 
 def _advice(record: Dataset, mirror: Path | None, mode: str) -> str:

@@ -21,7 +21,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from ..files import DataFileError, gzip_bytes, read_content
+from ..files import DataFileError, gunzip_if_gzip, gzip_bytes
 from .canonical import PART, finalize
 from .registry import Dataset
 
@@ -98,8 +98,13 @@ def serialise(original: pd.DataFrame, variables: pd.DataFrame) -> dict[str, byte
     }
 
 
+def deserialise(files: dict[str, bytes]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (original, variables) frames back from what ``serialise`` wrote."""
+    original = pd.read_csv(io.BytesIO(gunzip_if_gzip(files[ORIGINAL], ORIGINAL)), low_memory=False)
+    return original, pd.read_csv(io.BytesIO(gunzip_if_gzip(files[VARIABLES], VARIABLES)))
+
+
 def load_stored(record: Dataset, directory, check_rows: bool = True) -> pd.DataFrame:
     """The canonical table from a stored ucimlrepo fetch (see ``serialise``)."""
-    original = pd.read_csv(io.BytesIO(read_content(directory / ORIGINAL)), low_memory=False)
-    variables = pd.read_csv(io.BytesIO(read_content(directory / VARIABLES)))
-    return canonical_from_ucimlrepo(record, original, variables, check_rows=check_rows)
+    files = {name: (directory / name).read_bytes() for name in (ORIGINAL, VARIABLES)}
+    return canonical_from_ucimlrepo(record, *deserialise(files), check_rows=check_rows)

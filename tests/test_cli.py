@@ -1,0 +1,54 @@
+"""The command line turns user errors into one message and exit code 2, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dperm.cli import main
+from dperm.datasets.prepare import load_prepared
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_fetch_and_prepare_end_to_end(mirror, tmp_path, capsys):
+    manifest = tmp_path / "raw" / "wine" / "fetch.json"
+    assert _run(capsys, "fetch", "wine", "--out", str(manifest), "--mirror", str(mirror))[0] == 0
+    out = tmp_path / "prepared" / "wine" / "unit-ball.npz"
+    options = json.dumps({"row_norm": "unit", "row_norm_radius": 0.5 ** 0.5, "bias": 0.5 ** 0.5})
+    code, _ = _run(capsys, "prepare", "wine", "--fetched", str(manifest), "--profile", "unit-ball",
+                   "--options", options, "--out", str(out))
+    assert code == 0
+    arrays, prov = load_prepared(out)
+    assert prov["profile_name"] == "unit-ball" and prov["n"] == 6_497
+    assert prov["source"]["kind"] == "mirror" and len(prov["source"]["files"]) == 2
+    np.testing.assert_allclose(np.linalg.norm(arrays["X"], axis=1), 1.0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fetch", "wines", "--out", "x/fetch.json"], "unknown dataset 'wines'; known datasets"),
+    (["fetch", "wine", "--out", "x/data.json"], "--out must name a file called fetch.json"),
+    (["fetch", "wine", "--out", "x/fetch.json", "--mirror", "/no/such/mirror"], "'/no/such/mirror'"),
+])
+def test_user_errors_exit_2_with_one_message(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    code, err = _run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_prepare_with_bad_option_writes_nothing(mirror, tmp_path, capsys):
+    manifest = tmp_path / "raw" / "wine" / "fetch.json"
+    main(["fetch", "wine", "--out", str(manifest), "--mirror", str(mirror)])
+    out = tmp_path / "prepared" / "wine" / "default.npz"
+    code, err = _run(capsys, "prepare", "wine", "--fetched", str(manifest), "--options",
+                     '{"scale": "zscore"}', "--out", str(out))
+    assert code == 2 and "scale='zscore'; allowed: ['minmax', 'none']" in err
+    assert not out.parent.exists() or not any(out.parent.iterdir())
