@@ -120,3 +120,18 @@ def test_unknown_label_value_is_an_error():
 def test_unknown_dataset_key_lists_known_ones():
     with pytest.raises(KeyError, match="unknown dataset 'adults'; known datasets: adult, bank"):
         registry.get("adults")
+
+
+@pytest.mark.parametrize("key", ["bank", "bank-dpagd", "credit"])
+def test_every_numeric_column_is_its_own_min_max_scaling(mirror, key):
+    """Each numeric column equals (raw − min)/(max − min) of the same column, row by row."""
+    record, table = _table(mirror, key)
+    arrays, _ = encode(record, table)
+    names = list(arrays["columns"])
+    for column in record.columns:
+        if column.kind != "num":
+            continue
+        raw = table[column.name].to_numpy(dtype=float)
+        span = raw.max() - raw.min()
+        expected = (raw - raw.min()) / span if span > 0 else np.zeros_like(raw)
+        np.testing.assert_allclose(arrays["X"][:, names.index(column.name)], expected, atol=1e-15)

@@ -126,7 +126,7 @@ def encode(record: Dataset, table: pd.DataFrame, options: dict | None = None) ->
             names.extend(f"{column.name}={c}" for c in cats)
     X = np.hstack(blocks) if blocks else np.empty((len(table), 0))
     if prof["scale"] == "minmax" and num_cols:
-        X[:, num_cols] = _minmax(X[:, num_cols])[0]
+        X[:, num_cols] = _minmax(X[:, num_cols])
 
     norms = np.linalg.norm(X, axis=1)
     radius = prof["row_norm_radius"]
