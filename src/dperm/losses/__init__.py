@@ -1,0 +1,71 @@
+"""Loss functions with a uniform value / gradient protocol, vectorised over draws.
+
+Every loss ``L`` offers, for ``w`` of shape ``(p,)`` or ``(draws, p)`` (one row per draw):
+
+* ``L.value(w, X, y)`` → mean loss, float or ``(draws,)``;
+* ``L.grad``, ``L.value_and_grad`` → ``(p,)`` or ``(draws, p)`` gradients;
+* ``L.per_example_value`` → ``(n,)``/``(draws, n)``; ``L.per_example_grad`` → ``(n, p)``/``(draws, n, p)``;
+* ``L.hvp(w, v, X, y)`` → Hessian-vector product, shaped like ``w``;
+* ``L.clipped_grad_sum(w, X, y, clip, row_norms=None)`` → Σ_i clip_C(∇ℓ_i(w));
+* ``L.lipschitz(R, radius=None)``, ``L.smoothness(R)`` → constants for ‖x‖ ≤ R;
+* ``L.predict``, ``L.accuracy`` (classification losses, spec §1.3), ``L.check_labels``.
+
+Losses are unregularised; L2 regularisation lives in :class:`dperm.problem.Problem`.
+Each loss declares the label form it expects in ``L.labels``: ``"01"``, ``"pm1"`` or ``"real"``;
+use :func:`to_label_form` to convert a binary label array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._glm import LABEL_FORMS, GLMLoss, NotSmoothError, check_label_form, row_norms
+from .logistic import Logistic
+from .margin import Hinge, HuberHinge
+from .mlp import MLP
+from .regression import Huber, Squared
+
+#: name → class; ``get_loss(name, **params)`` builds an instance.
+LOSSES = {
+    "logistic": Logistic,
+    "hinge": Hinge,
+    "huber-hinge": HuberHinge,
+    "huber": Huber,
+    "squared": Squared,
+    "mlp": MLP,
+}
+
+
+def get_loss(name: str, **params):
+    """Instantiate the loss registered as ``name`` (e.g. ``get_loss("huber-hinge", h=0.5)``)."""
+    try:
+        cls = LOSSES[name]
+    except KeyError:
+        raise ValueError(f"unknown loss {name!r}; known: {sorted(LOSSES)}") from None
+    return cls(**params)
+
+
+def label_form(name: str, **params) -> str:
+    """Label form ("01", "pm1" or "real") the loss ``name`` expects with these parameters."""
+    return get_loss(name, **params).labels
+
+
+def to_label_form(y, form: str) -> np.ndarray:
+    """Convert binary labels given as {0,1} or {−1,+1} to ``form`` ("01" or "pm1"); "real" copies."""
+    y = np.asarray(y, dtype=float)
+    if form == "real":
+        return y.copy()
+    if form not in LABEL_FORMS:
+        raise ValueError(f"unknown label form {form!r}; expected one of {LABEL_FORMS}")
+    values = set(np.unique(y).tolist())
+    if not values <= {0.0, 1.0} and not values <= {-1.0, 1.0}:
+        raise ValueError(f"labels are not binary in {{0,1}} or {{-1,+1}}: {sorted(values)[:5]}")
+    positive = y > 0
+    return positive.astype(float) if form == "01" else np.where(positive, 1.0, -1.0)
+
+
+__all__ = [
+    "LABEL_FORMS", "LOSSES", "GLMLoss", "Hinge", "Huber", "HuberHinge", "Logistic", "MLP",
+    "NotSmoothError", "Squared", "check_label_form", "get_loss", "label_form", "row_norms",
+    "to_label_form",
+]

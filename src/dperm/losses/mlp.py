@@ -1,0 +1,248 @@
+"""One-hidden-layer MLP for binary classification with a logistic output (S-004 experiments).
+
+Model: a = W₁x + b₁, s = tanh(a), o = ⟨w₂, s⟩ + b₂, ℓ = log(1 + e^{o}) − t·o (t ∈ {0,1}; ±1
+labels map to t = (1 + y)/2 as for :class:`Logistic`). Hidden width h defaults to the input
+dimension d. Flat parameter layout (length P = h(d + 2) + 1):
+
+    θ = [ W₁ row-major (h·d: row j = weights into hidden unit j) | b₁ (h) | w₂ (h) | b₂ (1) ]
+
+``init`` draws W₁ and w₂ Glorot-uniform (Glorot & Bengio 2010, the tanh default), biases 0.
+Gradients by backpropagation; Hessian-vector products by Pearlmutter's R-operator
+(Pearlmutter 1994). Per-example gradient norms without materialising per-example gradients:
+‖∂ℓ_i/∂W₁‖_F = ‖δa_i‖·‖x_i‖ for the outer product δa_i x_iᵀ (Goodfellow 2015,
+arXiv:1510.01799), so the clipped sum is one backward pass with δo_i rescaled by
+min(1, C/‖∇ℓ_i‖). Draws: θ of shape (draws, P) share one product X @ W₁ᵀ over all draws.
+Rows are processed in chunks of at most ``chunk_elements`` hidden activations to bound memory.
+The loss is non-convex: no Lipschitz or smoothness constant is offered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _numerics as nm
+from ._glm import check_label_form
+
+
+class MLP:
+    """tanh hidden layer of width ``hidden`` (None → input dimension), logistic output."""
+
+    name = "mlp"
+    convex = False
+    smooth = True
+
+    def __init__(self, labels: str = "01", hidden: int | None = None, chunk_elements: int = 1 << 21):
+        if labels not in ("01", "pm1"):
+            raise ValueError(f"mlp labels must be '01' or 'pm1', got {labels!r}")
+        self.labels = labels
+        self.hidden = hidden
+        self.chunk_elements = int(chunk_elements)
+
+    # -- parameters ---------------------------------------------------------------------------
+    def width(self, d: int) -> int:
+        return d if self.hidden is None else int(self.hidden)
+
+    def n_params(self, d: int) -> int:
+        """P = h(d + 2) + 1 (= (d + 1)² at the default width h = d)."""
+        return self.width(d) * (d + 2) + 1
+
+    def init(self, rng: np.random.Generator, n_features: int, draws: int | None = None):
+        """Glorot-uniform W₁ ~ U(±√(6/(d+h))), w₂ ~ U(±√(6/(h+1))), zero biases."""
+        d, h = n_features, self.width(n_features)
+        lead = () if draws is None else (draws,)
+        theta = np.zeros(lead + (self.n_params(d),))
+        a1, a2 = np.sqrt(6.0 / (d + h)), np.sqrt(6.0 / (h + 1))
+        theta[..., : h * d] = rng.uniform(-a1, a1, size=lead + (h * d,))
+        theta[..., h * d + h : h * d + 2 * h] = rng.uniform(-a2, a2, size=lead + (h,))
+        return theta
+
+    def _unpack(self, theta2, d):
+        k, P = theta2.shape
+        h = self.width(d)
+        if P != self.n_params(d):
+            raise ValueError(f"mlp: θ has {P} entries, expected h(d+2)+1 = {self.n_params(d)}")
+        hd = h * d
+        # (draws·h, d): one BLAS-3 product X @ W₁ᵀ evaluates every hidden unit of every draw.
+        W1 = theta2[:, :hd].reshape(k * h, d)
+        return W1, theta2[:, hd : hd + h], theta2[:, hd + h : hd + 2 * h], theta2[:, -1], h
+
+    @staticmethod
+    def _pack(gW1, gb1, gw2, gb2):
+        k = gb1.shape[0]
+        return np.concatenate([gW1.reshape(k, -1), gb1, gw2, gb2[:, None]], axis=1)
+
+    def _chunks(self, n, width):
+        step = max(1, self.chunk_elements // max(width, 1))
+        return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+    def _targets(self, y):
+        return nm.logistic_targets(y, self.labels)
+
+    # -- forward / backward on one chunk of rows -------------------------------------------------
+    @staticmethod
+    def _forward(Xc, W1, b1, w2, b2):
+        """S = tanh(X W₁ᵀ + b₁) as (rows, draws, h) and outputs O as (draws, rows)."""
+        k, h = b1.shape
+        S = (Xc @ W1.T).reshape(Xc.shape[0], k, h)
+        S += b1
+        np.tanh(S, out=S)
+        O = np.einsum("nkh,kh->kn", S, w2)
+        O += b2[:, None]
+        return S, O
+
+    @staticmethod
+    def _backprop(S, w2, dO):
+        """δa = δo · w₂ ⊙ (1 − s²), shape (rows, draws, h)."""
+        dA = S * S
+        np.subtract(1.0, dA, out=dA)
+        dA *= w2
+        dA *= dO.T[:, :, None]
+        return dA
+
+    def _collect(self, Xc, S, dA, dO):
+        """Σ over the chunk's rows of the per-example gradients given δa and δo."""
+        n, k, h = S.shape
+        gW1 = dA.reshape(n, k * h).T @ Xc
+        return self._pack(gW1, dA.sum(axis=0), np.einsum("kn,nkh->kh", dO, S), dO.sum(axis=-1))
+
+    def _run(self, theta, X, y, per_chunk):
+        """Call ``per_chunk(sl, Xc, lab, S, O, params)`` over row chunks, lab = the chunk's
+        (t, s) label vectors (see ``_numerics.logistic_targets``); True if θ was 1-D."""
+        theta = np.asarray(theta, dtype=float)
+        squeeze = theta.ndim == 1
+        Th = theta[None] if squeeze else theta
+        params = self._unpack(Th, X.shape[1])
+        t, s = self._targets(y)
+        for sl in self._chunks(X.shape[0], Th.shape[0] * params[-1]):
+            S, O = self._forward(X[sl], *params[:4])
+            per_chunk(sl, X[sl], (t[sl], s[sl]), S, O, params)
+        return squeeze
+
+    # -- public API (same protocol as the GLM losses) -------------------------------------------
+    def _value_grad(self, theta, X, y, with_grad: bool):
+        acc = {"v": 0.0, "g": 0.0}
+
+        def step(sl, Xc, lab, S, O, params):
+            if not with_grad:
+                acc["v"] += nm.logistic_sum_phi(O, *lab)
+                return
+            v, dO = nm.logistic_sum_phi_dphi(O, *lab)
+            acc["v"] += v
+            acc["g"] += self._collect(Xc, S, self._backprop(S, params[2], dO), dO)
+
+        squeeze = self._run(theta, X, y, step)
+        v, g = acc["v"] / X.shape[0], acc["g"] / X.shape[0]
+        return (v[0], g[0] if with_grad else None) if squeeze else (v, g if with_grad else None)
+
+    def value_and_grad(self, theta, X, y):
+        """Mean loss and its gradient: float/(P,) or (draws,)/(draws, P)."""
+        return self._value_grad(theta, X, y, True)
+
+    def value(self, theta, X, y):
+        """Mean loss (1/n) Σ ℓ_i(θ): float or (draws,)."""
+        return self._value_grad(theta, X, y, False)[0]
+
+    def grad(self, theta, X, y):
+        """Mean gradient: (P,) or (draws, P)."""
+        return self.value_and_grad(theta, X, y)[1]
+
+    def per_example_value(self, theta, X, y):
+        """ℓ_i(θ): (n,) or (draws, n)."""
+        out = []
+        squeeze = self._run(theta, X, y, lambda sl, Xc, lab, S, O, p: out.append(nm.logistic_phi(O, *lab)))
+        vals = np.concatenate(out, axis=-1)
+        return vals[0] if squeeze else vals
+
+    def per_example_grad(self, theta, X, y):
+        """∇ℓ_i(θ) materialised: (n, P) or (draws, n, P) — for small batches only."""
+        n, d = X.shape
+        blocks = []
+
+        def step(sl, Xc, lab, S, O, params):
+            dO = nm.logistic_dphi(O, lab[0])
+            dA = self._backprop(S, params[2], dO)
+            nc, k, h = S.shape
+            gW1 = (dA[..., None] * Xc[:, None, None, :]).reshape(nc, k, h * d)
+            blk = np.concatenate([gW1, dA, dO.T[:, :, None] * S, dO.T[:, :, None]], axis=-1)
+            blocks.append(blk.transpose(1, 0, 2))
+
+        squeeze = self._run(theta, X, y, step)
+        G = np.concatenate(blocks, axis=1)
+        return G[0] if squeeze else G
+
+    def clipped_grad_sum(self, theta, X, y, clip, row_norms=None):
+        """Σ_i clip_C(∇ℓ_i(θ)) with ‖∇ℓ_i‖² = ‖δa_i‖²(‖x_i‖² + 1) + δo_i²(‖s_i‖² + 1)."""
+        if not clip > 0:
+            raise ValueError(f"clip must be positive, got {clip!r}")
+        sq = np.einsum("ij,ij->i", X, X) if row_norms is None else np.square(row_norms)
+        acc = {}
+
+        def step(sl, Xc, lab, S, O, params):
+            dO = nm.logistic_dphi(O, lab[0])
+            dA = self._backprop(S, params[2], dO)
+            norm2 = np.einsum("nkh,nkh->kn", dA, dA) * (sq[sl] + 1.0)
+            norm2 += dO * dO * (np.einsum("nkh,nkh->kn", S, S) + 1.0)
+            scale = clip / np.maximum(np.sqrt(norm2), clip)  # min(1, C/‖∇ℓ_i‖), no 0/0
+            dO *= scale
+            dA *= scale.T[:, :, None]
+            acc["g"] = acc.get("g", 0.0) + self._collect(Xc, S, dA, dO)
+
+        squeeze = self._run(theta, X, y, step)
+        return acc["g"][0] if squeeze else acc["g"]
+
+    def hvp(self, theta, v, X, y):
+        """∇²F(θ)·v by the R-operator: forward-mode derivative of backprop along v."""
+        V = np.asarray(v, dtype=float)
+        V = V[None] if V.ndim == 1 else V
+        V1, c1, v2, c2, _ = self._unpack(V, X.shape[1])
+        acc = {}
+
+        def step(sl, Xc, lab, S, O, params):
+            w2 = params[2]
+            nc, k, h = S.shape
+            D1 = 1.0 - S * S  # tanh'
+            Rs = (Xc @ V1.T).reshape(nc, k, h)
+            Rs += c1
+            Rs *= D1  # R{s} = (1 − s²) ⊙ R{a}
+            Ro = np.einsum("nkh,kh->kn", S, v2) + np.einsum("nkh,kh->kn", Rs, w2) + c2[:, None]
+            dO = nm.logistic_dphi(O, lab[0])
+            RdO = nm.logistic_d2phi(O) * Ro
+            # R{δa} = R{δo} w₂ D₁ + δo v₂ D₁ − 2 δo w₂ s ⊙ R{s}
+            RdA = (RdO.T[:, :, None] * w2 + dO.T[:, :, None] * v2) * D1
+            RdA -= 2.0 * dO.T[:, :, None] * w2 * S * Rs
+            gw2 = np.einsum("kn,nkh->kh", RdO, S) + np.einsum("kn,nkh->kh", dO, Rs)
+            gW1 = RdA.reshape(nc, k * h).T @ Xc
+            acc["g"] = acc.get("g", 0.0) + self._pack(gW1, RdA.sum(axis=0), gw2, RdO.sum(axis=-1))
+
+        squeeze = self._run(theta, X, y, step)
+        g = acc["g"] / X.shape[0]
+        return g[0] if squeeze else g
+
+    # -- metrics, labels, constants -------------------------------------------------------------
+    def scores(self, theta, X):
+        """Network outputs o (pre-sigmoid): (n,) or (draws, n)."""
+        out = []
+        y0 = np.zeros(X.shape[0])
+        squeeze = self._run(theta, X, y0, lambda sl, Xc, lab, S, O, p: out.append(O))
+        O = np.concatenate(out, axis=-1)
+        return O[0] if squeeze else O
+
+    def predict(self, theta, X):
+        """Predicted label in this loss's form; o = 0 predicts positive (LR rule, spec §1.3)."""
+        pos = self.scores(theta, X) >= 0
+        return pos.astype(float) if self.labels == "01" else np.where(pos, 1.0, -1.0)
+
+    def accuracy(self, theta, X, y):
+        return np.mean((self.scores(theta, X) >= 0) == (y > 0), axis=-1)
+
+    def check_labels(self, y):
+        check_label_form(y, self.labels, self.name)
+
+    def lipschitz(self, R, radius=None):
+        raise NotImplementedError("the MLP loss is non-convex and has no global Lipschitz constant here")
+
+    def smoothness(self, R):
+        raise NotImplementedError("the MLP loss is non-convex and has no global smoothness constant here")
+
+    def __repr__(self):
+        return f"MLP(labels={self.labels!r}, hidden={self.hidden!r})"

@@ -1,0 +1,139 @@
+"""The regularised ERM problem every algorithm receives: data, loss and an explicit L2 term.
+
+F(w) = (1/n) Σ_i ℓ(w; x_i, y_i) + (λ/2)‖w‖², λ = ``l2`` ≥ 0 on all coordinates including the
+bias (spec §1.2 "Regularisation"). Algorithms that instead add λ·w to a noisy direction (DP-AGD,
+the SGD baselines) use the unregularised per-example methods (``clipped_grad_sum``,
+``per_example_grad``) and add the term themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+
+@dataclass(eq=False)
+class Problem:
+    """ERM problem (X, y, loss, λ). ``w`` may be ``(p,)`` or ``(draws, p)`` everywhere.
+
+    ``X`` is stored C-contiguous float64 (rows = examples); ``y`` must be in the label form the
+    loss declares (``loss.labels``), which is checked once here rather than on every call.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    loss: object
+    l2: float = 0.0
+    #: optional ‖x_i‖ already computed (e.g. kept from a parent problem by ``subset``)
+    precomputed_row_norms: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.X = np.ascontiguousarray(self.X, dtype=float)
+        self.y = np.ascontiguousarray(self.y, dtype=float)
+        if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],):
+            raise ValueError(f"X must be (n, p) and y (n,); got {self.X.shape} and {self.y.shape}")
+        if not self.l2 >= 0:
+            raise ValueError(f"l2 must be ≥ 0, got {self.l2!r}")
+        self.l2 = float(self.l2)
+        self.loss.check_labels(self.y)
+        if self.precomputed_row_norms is not None and np.shape(self.precomputed_row_norms) != self.y.shape:
+            raise ValueError("precomputed_row_norms must have one entry per row")
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def p(self) -> int:
+        """Number of model coordinates (for the MLP: of the flat parameter vector)."""
+        n_params = getattr(self.loss, "n_params", None)
+        return n_params(self.X.shape[1]) if n_params else self.X.shape[1]
+
+    @cached_property
+    def row_norms(self) -> np.ndarray:
+        """‖x_i‖ for every row, computed once (used by clipping)."""
+        if self.precomputed_row_norms is not None:
+            return np.asarray(self.precomputed_row_norms, dtype=float)
+        return np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
+
+    @cached_property
+    def radius(self) -> float:
+        """R = max_i ‖x_i‖, the data bound the loss constants are evaluated at."""
+        return float(self.row_norms.max()) if self.n else 0.0
+
+    # -- regularised objective ------------------------------------------------------------------
+    def _reg_value(self, w):
+        return 0.5 * self.l2 * np.einsum("...j,...j->...", w, w)
+
+    def value(self, w):
+        """F(w): float or (draws,)."""
+        return self.loss.value(w, self.X, self.y) + self._reg_value(w)
+
+    def grad(self, w):
+        """∇F(w) = mean loss gradient + λw."""
+        g = self.loss.grad(w, self.X, self.y)
+        if self.l2:
+            g += self.l2 * w
+        return g
+
+    def value_and_grad(self, w):
+        f, g = self.loss.value_and_grad(w, self.X, self.y)
+        if self.l2:
+            g += self.l2 * w
+        return f + self._reg_value(w), g
+
+    def hvp(self, w, v):
+        """∇²F(w)·v = loss HVP + λv."""
+        h = self.loss.hvp(w, v, self.X, self.y)
+        if self.l2:
+            h += self.l2 * v
+        return h
+
+    def batch_grad(self, w, rows):
+        """(1/|B|) Σ_{i∈B} ∇ℓ_i(w) + λw for a batch of row indices (stochastic solvers)."""
+        g = self.loss.grad(w, self.X[rows], self.y[rows])
+        if self.l2:
+            g += self.l2 * w
+        return g
+
+    # -- unregularised per-example quantities (privacy mechanisms clip these) ----------------------
+    def per_example_value(self, w, rows=None):
+        X, y = self._rows(rows)
+        return self.loss.per_example_value(w, X, y)
+
+    def per_example_grad(self, w, rows=None):
+        X, y = self._rows(rows)
+        return self.loss.per_example_grad(w, X, y)
+
+    def clipped_grad_sum(self, w, clip, rows=None):
+        """Σ_{i∈rows} clip_C(∇ℓ_i(w)) (no regulariser), using the cached row norms."""
+        X, y = self._rows(rows)
+        norms = self.row_norms if rows is None else self.row_norms[rows]
+        return self.loss.clipped_grad_sum(w, X, y, clip, row_norms=norms)
+
+    def subset(self, rows) -> Problem:
+        """The same problem on a subset of rows (e.g. a training fold)."""
+        return Problem(self.X[rows], self.y[rows], self.loss, self.l2, self.row_norms[rows])
+
+    def _rows(self, rows):
+        return (self.X, self.y) if rows is None else (self.X[rows], self.y[rows])
+
+    # -- constants --------------------------------------------------------------------------------
+    @property
+    def strong_convexity(self) -> float:
+        """μ: λ for a convex loss; 0 for a non-convex one (no guarantee)."""
+        return self.l2 if getattr(self.loss, "convex", False) else 0.0
+
+    def smoothness(self) -> float:
+        """β of F: the loss's β(R) + λ. Raises for non-smooth or non-convex losses."""
+        return self.loss.smoothness(self.radius) + self.l2
+
+    def lipschitz(self, radius=None) -> float:
+        """Lipschitz constant of each unregularised ℓ_i at R = max‖x_i‖ (optionally on ‖w‖ ≤ radius).
+
+        The regulariser is excluded: it is data-independent, so it cancels in neighbouring-data
+        differences (spec §5 P13); add λ·radius yourself where a bound on ∇F itself is needed.
+        """
+        return self.loss.lipschitz(self.radius, radius)

@@ -1,0 +1,297 @@
+"""Non-private solvers with scipy-like signatures and ``OptimizeResult`` returns.
+
+The objective is either a :class:`dperm.problem.Problem` or scipy-style callables: ``fun`` with
+``jac=True`` (``fun`` returns ``(f, g)``) or ``jac`` a gradient callable. Stochastic solvers need
+per-example access and take a ``Problem`` (anything with ``n``, ``batch_grad(w, rows)``).
+GD and AGD are vectorised over draws: ``x0`` of shape ``(draws, p)`` runs every row at once.
+
+Every result carries ``x``, ``fun``, ``jac``, ``grad_norm`` (‖∇F‖ at ``x``, recomputed there),
+``nit``, ``n_grad_evals``, ``seconds``, ``success``, ``message``. ``n_grad_evals`` counts
+*full-gradient equivalents*: per-example gradient evaluations divided by n, so one full
+gradient is 1 and a mini-batch of b rows is b/n (for callables, one gradient call is 1).
+``seconds`` is wall time of the iterations only; the closing evaluation of ``fun``/``grad_norm``
+is a diagnostic and is counted in neither figure (except for L-BFGS, see there).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import OptimizeResult, minimize
+from scipy.sparse.linalg import LinearOperator, cg
+
+
+def _objective(fun, jac):
+    """(value_and_grad, grad) from a Problem or scipy-style ``fun``/``jac``."""
+    if jac is None and hasattr(fun, "value_and_grad"):
+        return fun.value_and_grad, fun.grad
+    if jac is True:
+        return fun, (lambda w: fun(w)[1])
+    if callable(jac):
+        return (lambda w: (fun(w), jac(w))), jac
+    raise TypeError("pass a Problem, or fun with jac=True (fun returns (f, g)) or a gradient callable")
+
+
+def _start(fun, x0):
+    if x0 is None:
+        if not hasattr(fun, "p"):
+            raise TypeError("x0 is required unless the objective is a Problem")
+        return np.zeros(fun.p)
+    return np.array(x0, dtype=float)  # a copy: solvers update it in place
+
+
+def _finish(value_and_grad, x, **fields):
+    f, g = value_and_grad(x)
+    fields.setdefault("success", True)
+    return OptimizeResult(x=x, fun=f, jac=g, grad_norm=np.linalg.norm(g, axis=-1), **fields)
+
+
+def _newton_polish(value_and_grad, hessp, x, f, g, gtol, max_steps=8, cg_iter=100):
+    """Newton-CG steps from x, each kept only if it lowers ‖∇F‖ without raising F beyond
+    rounding; returns (x, n_evals).
+
+    L-BFGS-B's line search compares F values, so it stalls once F changes by less than
+    eps·|F| (at ‖∇F‖ ≈ 1e-9 on logistic problems); Newton steps are judged mainly on the
+    gradient and keep going to ‖∇F‖ ≈ 1e-16.
+    """
+    gn, evals = np.linalg.norm(g), [0]
+
+    def counted_hvp(x, v):
+        evals[0] += 1  # one HVP costs about one gradient (two passes over X)
+        return hessp(x, v)
+
+    for _ in range(max_steps):
+        if gn <= gtol:
+            break
+        H = LinearOperator((x.size, x.size), matvec=lambda v, x=x: counted_hvp(x, v), dtype=float)
+        d, _ = cg(H, -g, rtol=1e-6, maxiter=cg_iter)
+        x_new = x + d
+        f_new, g_new = value_and_grad(x_new)
+        evals[0] += 1
+        gn_new = np.linalg.norm(g_new)
+        if not (gn_new < gn and f_new <= f + 8 * np.finfo(float).eps * abs(f)):
+            break
+        x, f, g, gn = x_new, f_new, g_new, gn_new
+    return x, evals[0]
+
+
+def certificate(grad_norm, mu, x=None, radius=None):
+    """(bound on F(x) − F*, bound on ‖x − x*‖) from ‖∇F(x)‖ alone.
+
+    μ-strongly convex F: ‖g‖²/(2μ) and ‖g‖/μ (Nesterov 2004, Thm 2.1.10; both tight for a
+    quadratic along its flattest direction). μ = 0, convex, ‖x*‖ ≤ radius: F(x) − F* ≤
+    ⟨g, x − x*⟩ ≤ ‖g‖(‖x‖ + radius), distance unbounded. Otherwise (inf, inf).
+    """
+    if mu > 0:
+        return grad_norm**2 / (2.0 * mu), grad_norm / mu
+    if radius is not None and x is not None:
+        return grad_norm * (np.linalg.norm(x) + radius), np.inf
+    return np.inf, np.inf
+
+
+def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, max_iter=20_000,
+          maxcor=30, radius=None, polish=True):
+    """Minimise F with scipy's L-BFGS-B and certify the answer (reference optimum for metrics).
+
+    Stops when ‖∇F‖₂ ≤ ``gtol`` (scipy's ∞-norm test is set to gtol/√p, which implies it).
+    If L-BFGS-B stalls above gtol and Hessian-vector products are available (``hessp``, or a
+    Problem whose loss is smooth), a few Newton-CG steps finish the job (``_newton_polish``;
+    ``polish=False`` turns this off).
+    Certificate, from ‖g‖ = ‖∇F(x)‖ recomputed at x: if F is μ-strongly convex (μ defaults to
+    ``Problem.strong_convexity``), ``gap_bound`` = ‖g‖²/(2μ) ≥ F(x) − F* and ``dist_bound`` =
+    ‖g‖/μ ≥ ‖x − x*‖ (Nesterov 2004, Thm 2.1.10). If μ = 0, convexity still gives
+    F(x) − F* ≤ ‖g‖(‖x‖ + D) when ``radius`` D ≥ ‖x*‖ is supplied; otherwise nothing is
+    certified beyond stationarity and ``gap_bound`` is inf. ``n_grad_evals`` = scipy's function
+    evaluations + polishing gradients and HVPs (one HVP ≈ one gradient) + the certifying one.
+    ``success`` means the gradient test was met; the certificate is reported either way.
+    """
+    value_and_grad, _ = _objective(fun, jac)
+    x = _start(fun, x0)
+    if x.ndim != 1:
+        raise ValueError("lbfgs solves one draw at a time (x0 must be 1-D)")
+    mu = (getattr(fun, "strong_convexity", 0.0) if mu is None else mu) or 0.0
+    options = {"maxiter": max_iter, "maxfun": 2 * max_iter, "maxcor": maxcor,
+               "ftol": 0.0, "gtol": gtol / np.sqrt(x.size)}
+    t0 = time.perf_counter()
+    res = minimize(value_and_grad, x, jac=True, method="L-BFGS-B", options=options)
+    x, evals = res.x, res.nfev
+    if hessp is None and jac is None and getattr(getattr(fun, "loss", None), "smooth", False):
+        hessp = fun.hvp
+    if polish and hessp is not None and np.linalg.norm(res.jac) > gtol:
+        x, extra = _newton_polish(value_and_grad, hessp, x, res.fun, res.jac, gtol)
+        evals += extra
+    seconds = time.perf_counter() - t0
+    out = _finish(value_and_grad, x, nit=res.nit, n_grad_evals=evals + 1, seconds=seconds)
+    gn = float(out.grad_norm)
+    out.success = gn <= gtol
+    out.gap_bound, out.dist_bound = certificate(gn, mu, out.x, radius)
+    out.message = f"{res.message}; ‖∇F‖ = {gn:.3g}, F − F* ≤ {out.gap_bound:.3g} (μ = {mu:g})"
+    return out
+
+
+def gradient_descent(fun, x0=None, *, step, n_iter, jac=None, return_path=False):
+    """Fixed-step GD x_{t+1} = x_t − η∇F(x_t), t = 0..T−1 (OutPert-GD's inner loop, spec §2.3).
+
+    Returns the T-th iterate; ``path`` (T+1, *x0.shape) when ``return_path``. ``seconds`` is the
+    time of the T gradient steps (what OutPert-GD reports as its runtime).
+    """
+    value_and_grad, grad = _objective(fun, jac)
+    x = _start(fun, x0)
+    path = np.empty((n_iter + 1,) + x.shape) if return_path else None
+    t0 = time.perf_counter()
+    for t in range(n_iter):
+        if path is not None:
+            path[t] = x
+        x -= step * grad(x)
+    seconds = time.perf_counter() - t0
+    if path is not None:
+        path[n_iter] = x
+    return _finish(value_and_grad, x, nit=n_iter, n_grad_evals=float(n_iter), seconds=seconds,
+                   path=path, message=f"{n_iter} fixed-step iterations")
+
+
+def nesterov(fun, x0=None, *, n_iter, smoothness=None, mu=None, jac=None, return_path=False):
+    """Nesterov's accelerated gradient, x_{t+1} = y_t − ∇F(y_t)/β.
+
+    μ > 0 (strongly convex; spec §2.13 Alg. 4, Nesterov 2004 scheme (2.2.22)): constant
+    momentum y_t = x_t + q(x_t − x_{t−1}), q = (√κ − 1)/(√κ + 1), κ = β/μ, giving
+    F(x_T) − F* ≤ (1 − 1/√κ)^T (F(x_0) − F* + μ‖x_0 − x*‖²/2).
+    μ = 0 (convex; Beck & Teboulle 2009, FISTA without prox): y_t = x_t + ((a_t − 1)/a_{t+1})
+    (x_t − x_{t−1}), a_{t+1} = (1 + √(1 + 4a_t²))/2, a_1 = 1, giving 2β‖x_0 − x*‖²/(T + 1)².
+    β and μ default to ``Problem.smoothness()`` and ``Problem.strong_convexity``.
+    """
+    value_and_grad, grad = _objective(fun, jac)
+    beta = fun.smoothness() if smoothness is None else smoothness
+    mu = (getattr(fun, "strong_convexity", 0.0) if mu is None else mu) or 0.0
+    x = _start(fun, x0)
+    x_prev = x.copy()
+    path = np.empty((n_iter + 1,) + x.shape) if return_path else None
+    q = (np.sqrt(beta / mu) - 1.0) / (np.sqrt(beta / mu) + 1.0) if mu > 0 else None
+    a = 1.0
+    t0 = time.perf_counter()
+    for t in range(n_iter):
+        if path is not None:
+            path[t] = x
+        if q is None:
+            a_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * a * a))
+            momentum, a = (a - 1.0) / a_next, a_next
+        else:
+            momentum = q
+        y = x + momentum * (x - x_prev)
+        x_prev = x
+        x = y - grad(y) / beta
+    seconds = time.perf_counter() - t0
+    if path is not None:
+        path[n_iter] = x
+    form = f"strongly convex (q = {q:.4g})" if q is not None else "convex (FISTA momentum)"
+    return _finish(value_and_grad, x, nit=n_iter, n_grad_evals=float(n_iter), seconds=seconds,
+                   path=path, message=f"{n_iter} accelerated iterations, {form}")
+
+
+def sgd(problem, x0=None, *, rng, step, n_iter, batch_size=1, replace=True, average=None, radius=None):
+    """Mini-batch SGD x_{t+1} = Π(x_t − η_t ĝ_t), ĝ_t = mean ∇ℓ_i over the batch + λx_t.
+
+    ``step``: a float or a callable t ↦ η_t (t = 0..T−1). ``replace=True`` draws each batch
+    uniformly with replacement; ``False`` walks through a fresh random permutation per epoch
+    (a final partial batch is dropped). ``radius`` projects onto {‖x‖ ≤ radius}. ``average``:
+    None (last iterate), ``"uniform"`` (mean of x_1..x_T) or ``"weighted"`` (Σ 2t x_t/(T(T+1)),
+    Lacoste-Julien, Schmidt & Bach 2012; spec §2.13 Alg. 2). ``n_grad_evals`` = T·b/n.
+    """
+    if average not in (None, "uniform", "weighted"):
+        raise ValueError(f"average must be None, 'uniform' or 'weighted', got {average!r}")
+    n, b = problem.n, int(batch_size)
+    if not 1 <= b <= n:
+        raise ValueError(f"batch_size must be in [1, n = {n}], got {batch_size!r}")
+    eta = step if callable(step) else (lambda t: step)
+    x = _start(problem, x0)
+    avg = np.zeros_like(x)
+    perm, pos = None, n
+    t0 = time.perf_counter()
+    for t in range(n_iter):
+        if replace:
+            rows = rng.integers(n, size=b)
+        else:
+            if pos + b > n:
+                perm, pos = rng.permutation(n), 0
+            rows, pos = perm[pos : pos + b], pos + b
+        x -= eta(t) * problem.batch_grad(x, rows)
+        if radius is not None:
+            norm = np.linalg.norm(x)
+            if norm > radius:
+                x *= radius / norm
+        if average is not None:
+            weight = 1.0 / n_iter if average == "uniform" else 2.0 * (t + 1) / (n_iter * (n_iter + 1))
+            avg += weight * x
+    seconds = time.perf_counter() - t0
+    x_out = x if average is None else avg
+    return _finish(problem.value_and_grad, x_out, nit=n_iter, n_grad_evals=n_iter * b / n,
+                   seconds=seconds, message=f"{n_iter} SGD steps, batch {b}, replace={replace}")
+
+
+def _component_difference(problem):
+    """Return (snapshot(x̃) → (∇f(x̃), d), diff(x, i, d) = ∇f_i(x) − ∇f_i(x̃), per-row cost)."""
+    loss, X, y = problem.loss, problem.X, problem.y
+    if hasattr(loss, "dphi"):
+        # GLM: ∇f_i(x) = φ'(⟨x, x_i⟩)x_i, so the snapshot's φ'(z̃) is kept and each inner step
+        # evaluates one new per-example gradient instead of two.
+        def snapshot(xt):
+            d = loss.dphi(X @ xt, y)
+            return d @ X / problem.n, d
+
+        def diff(x, i, d):
+            return (loss.dphi(X[i : i + 1] @ x, y[i : i + 1])[0] - d[i]) * X[i]
+
+        return snapshot, diff, 1
+    rows = lambda i: (X[i : i + 1], y[i : i + 1])  # noqa: E731
+
+    def snapshot(xt):
+        return loss.grad(xt, X, y), xt.copy()
+
+    def diff(x, i, xt):
+        return loss.per_example_grad(x, *rows(i))[0] - loss.per_example_grad(xt, *rows(i))[0]
+
+    return snapshot, diff, 2
+
+
+def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner=None):
+    """Katyusha (Allen-Zhu 2018, spec §2.14) on F = f + ψ, f = mean unregularised loss,
+    ψ = (μ/2)‖x‖², option II for y; snapshot = (1 + aμ)^j-weighted average of the epoch's y.
+
+    L_K (``smoothness``) defaults to the loss's per-example β(R); μ (σ_K) to ``problem.l2``,
+    which must be > 0. m = ``inner`` (default 2n), τ₂ = ½, τ₁ = min(√(mμ/(3L_K)), ½),
+    a = 1/(3τ₁L_K). Accuracy holds **in expectation only** (spec §5 P9): not a certificate.
+    ``n_grad_evals`` per epoch = 1 (snapshot) + m·c/n, c = 1 for GLMs (snapshot φ' cached),
+    2 otherwise; ``nit`` = epochs.
+    """
+    L = problem.loss.smoothness(problem.radius) if smoothness is None else smoothness
+    sigma = problem.l2 if mu is None else mu
+    if not sigma > 0:
+        raise ValueError("katyusha needs a strongly convex regulariser (μ > 0)")
+    n = problem.n
+    m = 2 * n if inner is None else int(inner)
+    tau2 = 0.5
+    tau1 = min(np.sqrt(m * sigma / (3.0 * L)), 0.5)
+    a = 1.0 / (3.0 * tau1 * L)
+    shrink = 1.0 / (1.0 + a * sigma)
+    # (1 + aσ)^j grows geometrically; scale by (1 + aσ)^{−(m−1)} so weights stay ≤ 1.
+    weights = np.exp((np.arange(m) - (m - 1)) * np.log1p(a * sigma))
+    snapshot, diff, per_row = _component_difference(problem)
+    xt = _start(problem, x0)
+    y, z = xt.copy(), xt.copy()
+    t0 = time.perf_counter()
+    for _ in range(n_epochs):
+        gbar, cache = snapshot(xt)
+        acc = np.zeros_like(xt)
+        for j, i in enumerate(rng.integers(n, size=m)):
+            x = tau1 * z + tau2 * xt + (1.0 - tau1 - tau2) * y
+            g = gbar + diff(x, i, cache)
+            z_new = (z - a * g) * shrink  # prox of ψ: argmin ⟨g, ·⟩ + ‖· − z‖²/(2a) + ψ
+            y = x + tau1 * (z_new - z)
+            z = z_new
+            acc += weights[j] * y
+        xt = acc / weights.sum()
+    seconds = time.perf_counter() - t0
+    return _finish(problem.value_and_grad, xt, nit=n_epochs,
+                   n_grad_evals=n_epochs * (1.0 + m * per_row / n), seconds=seconds,
+                   message=f"{n_epochs} Katyusha epochs (m = {m}); accuracy in expectation only")

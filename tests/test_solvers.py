@@ -1,0 +1,251 @@
+"""Solvers: agreement with a certified L-BFGS optimum, closed forms, acceleration, Katyusha."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dperm import solvers
+from dperm.losses import get_loss, to_label_form
+from dperm.problem import Problem
+
+SMOOTH = [("logistic", {"labels": "01"}), ("logistic", {"labels": "pm1"}),
+          ("huber-hinge", {"h": 0.5}), ("huber", {"delta": 0.5}), ("squared", {})]
+SMOOTH_IDS = ["logistic-01", "logistic-pm1", "huber-hinge", "huber", "squared"]
+
+
+def make_problem(name="logistic", params=None, n=200, d=6, l2=0.03, seed=0):
+    """Features in [0, 1] plus a bias (as the encoded data sets), ‖x‖ up to about 2."""
+    rng = np.random.default_rng(seed)
+    loss = get_loss(name, **(params or {}))
+    X = rng.random((n, d))
+    X[:, 0] = 1.0
+    w_true = 3.0 * rng.standard_normal(d)
+    logits = (X - X.mean(0)) @ w_true
+    y01 = (rng.random(n) < 1 / (1 + np.exp(-logits))).astype(float)
+    y = np.clip(0.5 + 0.3 * logits + 0.1 * rng.standard_normal(n), 0, 1) if loss.labels == "real" \
+        else to_label_form(y01, loss.labels)
+    return Problem(X, y, loss, l2)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Certified optima of the smooth test problems, keyed by loss id."""
+    out = {}
+    for (name, params), key in zip(SMOOTH, SMOOTH_IDS):
+        prob = make_problem(name, params)
+        res = solvers.lbfgs(prob, gtol=1e-13)
+        assert res.success and res.gap_bound < 1e-22
+        out[key] = (prob, res)
+    return out
+
+
+# -- agreement of every solver with the certified optimum (loss × solver) -------------------------
+def _run(solver, prob, seed):
+    """Run ``solver`` with a budget that must reach its expected accuracy; returns (result, tol)."""
+    rng = np.random.default_rng(seed)
+    beta, mu = prob.smoothness(), prob.l2
+    if solver == "gd":
+        return solvers.gradient_descent(prob, step=1.0 / beta, n_iter=3000), 1e-10
+    if solver == "agd":
+        return solvers.nesterov(prob, n_iter=300), 1e-12
+    if solver == "agd-convex":
+        return solvers.nesterov(prob, n_iter=400, mu=0.0), 1e-7
+    if solver == "katyusha":
+        return solvers.katyusha(prob, rng=rng, n_epochs=15), 1e-10
+    if solver == "sgd":
+        step = lambda t: min(0.5 / beta, 4.0 / (mu * (t + 1)))  # noqa: E731
+        return solvers.sgd(prob, rng=rng, step=step, n_iter=3000, batch_size=20, replace=False,
+                           average="weighted"), 1e-5
+    if solver == "lbfgs":
+        return solvers.lbfgs(prob, gtol=1e-8), 1e-15
+    raise ValueError(solver)
+
+
+@pytest.mark.parametrize("solver", ["gd", "agd", "agd-convex", "katyusha", "sgd", "lbfgs"])
+@pytest.mark.parametrize("key", SMOOTH_IDS)
+def test_solver_reaches_certified_optimum(reference, key, solver):
+    prob, ref = reference[key]
+    res, tol = _run(solver, prob, seed=1)
+    gap = res.fun - ref.fun
+    assert -1e-14 <= gap <= tol, (gap, tol)
+    start_gap = prob.value(np.zeros(prob.p)) - ref.fun
+    assert start_gap > 1e3 * tol  # the tolerance is a real requirement
+    for field in ("x", "fun", "jac", "grad_norm", "nit", "n_grad_evals", "seconds", "success", "message"):
+        assert field in res
+
+
+# -- L-BFGS certificate ------------------------------------------------------------------------------
+def test_lbfgs_certificate_holds_against_a_tighter_solve():
+    prob = make_problem(l2=1e-3, n=500)
+    tight = solvers.lbfgs(prob, gtol=1e-14)
+    for gtol in (1e-3, 1e-5, 1e-7):
+        loose = solvers.lbfgs(prob, gtol=gtol, max_iter=5, polish=False)  # stopped early on purpose
+        gap = loose.fun - tight.fun
+        assert loose.grad_norm > 0 and np.isfinite(loose.gap_bound)
+        assert gap <= loose.gap_bound + 1e-15
+        assert np.linalg.norm(loose.x - tight.x) <= loose.dist_bound + 1e-12
+    assert loose.gap_bound > 1e-12  # max_iter=5 really stopped short: the check had teeth
+    assert tight.success and tight.gap_bound <= 1e-24
+
+
+def test_certificate_is_tight_on_a_quadratic():
+    # F(w) = ½ Σ λ_i w_i², λ_min = μ; at w = t·e_min: ‖∇F‖ = μt, F − F* = μt²/2 = ‖∇F‖²/(2μ)
+    mu, t = 0.01, 3.0
+    gap, dist = solvers.certificate(mu * t, mu)
+    assert gap == pytest.approx(mu * t * t / 2, rel=1e-14) and dist == pytest.approx(t, rel=1e-14)
+    assert solvers.certificate(1e-3, 0.0) == (np.inf, np.inf)
+    assert solvers.certificate(1e-3, 0.0, np.ones(4), radius=1.0)[0] == pytest.approx(3e-3)
+
+
+def test_lbfgs_without_strong_convexity_certifies_only_with_a_radius():
+    prob = make_problem(l2=0.0)
+    res = solvers.lbfgs(prob, gtol=1e-9)
+    assert res.success and res.grad_norm <= 1e-9 and res.gap_bound == np.inf
+    res_r = solvers.lbfgs(prob, gtol=1e-9, radius=100.0)
+    assert res_r.gap_bound == pytest.approx(res_r.grad_norm * (np.linalg.norm(res_r.x) + 100.0))
+
+
+def test_lbfgs_accepts_callables_and_polishes_with_hessp():
+    prob = make_problem()
+    res = solvers.lbfgs(prob.value, np.zeros(prob.p), jac=prob.grad, hessp=prob.hvp, mu=0.05, gtol=1e-14)
+    assert res.success and res.grad_norm <= 1e-14
+
+
+def test_lbfgs_on_the_mlp_reports_stationarity_only():
+    prob = make_problem("mlp", n=60, d=3, l2=1e-3)
+    x0 = prob.loss.init(np.random.default_rng(0), 3)
+    res = solvers.lbfgs(prob, x0, gtol=1e-8)
+    assert res.success and res.grad_norm <= 1e-8 and res.gap_bound == np.inf
+
+
+# -- gradient descent --------------------------------------------------------------------------------
+def test_gd_on_a_quadratic_matches_the_closed_form_iterate():
+    prob = make_problem("squared", l2=0.1)
+    X, y, n = prob.X, prob.y, prob.n
+    A = X.T @ X / n + 0.1 * np.eye(prob.p)
+    w_star = np.linalg.solve(A, X.T @ y / n)
+    eta, T = 0.7 / prob.smoothness(), 25
+    x0 = np.random.default_rng(1).standard_normal((3, prob.p))  # three draws at once
+    res = solvers.gradient_descent(prob, x0, step=eta, n_iter=T, return_path=True)
+    M = np.eye(prob.p) - eta * A
+    for t in (0, 1, 7, T):
+        closed = w_star + (x0 - w_star) @ np.linalg.matrix_power(M, t).T
+        np.testing.assert_allclose(res.path[t], closed, rtol=1e-11, atol=1e-13)
+    np.testing.assert_array_equal(res.path[T], res.x)
+    assert res.nit == T and res.n_grad_evals == T and res.fun.shape == (3,)
+    single = solvers.gradient_descent(prob, x0[1], step=eta, n_iter=T)
+    np.testing.assert_allclose(single.x, res.x[1], rtol=1e-12)
+    # scipy-style callables give the same iterates
+    cb = solvers.gradient_descent(prob.value, x0[1], jac=prob.grad, step=eta, n_iter=T)
+    np.testing.assert_allclose(cb.x, single.x, rtol=1e-14)
+
+
+def test_agd_beats_gd_in_iterations_on_an_ill_conditioned_problem():
+    eig = np.logspace(0, -3, 30)  # κ = 1000
+    b = np.random.default_rng(2).standard_normal(30)
+    w_star = b / eig
+    F = lambda w: 0.5 * np.einsum("...i,i,...i->...", w, eig, w) - w @ b  # noqa: E731
+    f_star = F(w_star)
+    jac = lambda w: eig * w - b  # noqa: E731
+    T, tol = 3000, 1e-8 * (F(np.zeros(30)) - f_star)
+    gd = solvers.gradient_descent(F, np.zeros(30), jac=jac, step=1.0, n_iter=T, return_path=True)
+    agd = solvers.nesterov(F, np.zeros(30), jac=jac, smoothness=1.0, mu=1e-3, n_iter=T, return_path=True)
+    first = lambda path: int(np.argmax(F(path) - f_star <= tol)) if np.any(F(path) - f_star <= tol) else T + 1  # noqa: E731,E501
+    it_gd, it_agd = first(gd.path), first(agd.path)
+    assert it_agd < T and it_gd > 5 * it_agd, (it_gd, it_agd)
+    # theory: (1 − 1/√κ)^t (F0 − F* + μ‖x0 − x*‖²/2) bounds AGD at every t
+    bound = (1 - 1 / np.sqrt(1e3)) ** np.arange(T + 1) * (F(np.zeros(30)) - f_star + 0.5e-3 * w_star @ w_star)
+    assert np.all(F(agd.path) - f_star <= bound + 1e-13 * abs(f_star))  # + rounding of F
+
+
+def test_agd_vectorised_over_draws():
+    prob = make_problem()
+    x0 = np.random.default_rng(3).standard_normal((2, prob.p))
+    both = solvers.nesterov(prob, x0, n_iter=30)
+    for k in range(2):
+        np.testing.assert_allclose(solvers.nesterov(prob, x0[k], n_iter=30).x, both.x[k], rtol=1e-12)
+
+
+# -- stochastic solvers ---------------------------------------------------------------------------
+def test_katyusha_converges_in_expectation(reference):
+    prob, ref = reference["logistic-01"]
+    gaps = {S: np.mean([solvers.katyusha(prob, rng=np.random.default_rng(s), n_epochs=S).fun - ref.fun
+                        for s in range(4)]) for S in (1, 4, 12)}
+    assert gaps[12] <= 1e-10 and gaps[1] > gaps[4] > gaps[12]
+    res = solvers.katyusha(prob, rng=np.random.default_rng(0), n_epochs=2)
+    assert res.n_grad_evals == 2 * (1 + 2)  # snapshot + m = 2n cached-GLM inner steps
+    with pytest.raises(ValueError):
+        solvers.katyusha(make_problem(l2=0.0), rng=np.random.default_rng(0), n_epochs=1)
+
+
+def test_katyusha_epoch_matches_spec_formulas():
+    # One epoch with m = 2 from x̃ = y = z = 0, transcribed from spec §2.14 (option II).
+    prob = make_problem()
+    L, mu, m = prob.loss.smoothness(prob.radius), prob.l2, 2
+    tau1, tau2 = min(np.sqrt(m * mu / (3 * L)), 0.5), 0.5
+    a = 1 / (3 * tau1 * L)
+    grad_i = lambda x, i: prob.loss.per_example_grad(x, prob.X[i : i + 1], prob.y[i : i + 1])[0]  # noqa: E731
+    xt = y = z = np.zeros(prob.p)
+    gbar = prob.loss.grad(xt, prob.X, prob.y)
+    ys = []
+    for i in np.random.default_rng(0).integers(prob.n, size=m):
+        x = tau1 * z + tau2 * xt + (1 - tau1 - tau2) * y
+        g = gbar + grad_i(x, i) - grad_i(xt, i)
+        z_new = (z - a * g) / (1 + a * mu)
+        y = x + tau1 * (z_new - z)
+        z = z_new
+        ys.append(y)
+    expected = (ys[0] + (1 + a * mu) * ys[1]) / (1 + (1 + a * mu))
+    res = solvers.katyusha(prob, rng=np.random.default_rng(0), n_epochs=1, inner=m)
+    np.testing.assert_allclose(res.x, expected, rtol=1e-12)
+
+
+class _OpaqueLoss:
+    """The logistic loss without ``dphi``: drives Katyusha's generic (non-GLM) path."""
+
+    def __init__(self):
+        self._inner = get_loss("logistic")
+
+    def __getattr__(self, name):
+        if name == "dphi":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_katyusha_generic_path_matches_glm_path():
+    prob = make_problem(n=50)
+    opaque = Problem(prob.X, prob.y, _OpaqueLoss(), prob.l2)
+    a = solvers.katyusha(prob, rng=np.random.default_rng(7), n_epochs=3)
+    b = solvers.katyusha(opaque, rng=np.random.default_rng(7), n_epochs=3)
+    np.testing.assert_allclose(b.x, a.x, rtol=1e-10)
+    assert b.n_grad_evals == 3 * (1 + 2 * 2)  # two per-example gradients per inner step
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_sgd_accounting_determinism_and_projection(replace):
+    prob = make_problem()
+    kw = dict(step=lambda t: 1.0 / (0.05 * (t + 50)), n_iter=300, batch_size=8, replace=replace)
+    a = solvers.sgd(prob, rng=np.random.default_rng(5), **kw)
+    b = solvers.sgd(prob, rng=np.random.default_rng(5), **kw)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.n_grad_evals == pytest.approx(300 * 8 / prob.n)
+    c = solvers.sgd(prob, rng=np.random.default_rng(5), radius=0.1, average="weighted", **kw)
+    assert np.linalg.norm(c.x) <= 0.1 + 1e-12
+    with pytest.raises(ValueError):
+        solvers.sgd(prob, rng=np.random.default_rng(5), step=0.1, n_iter=1, batch_size=prob.n + 1)
+
+
+def test_sgd_without_replacement_visits_every_row_once_per_epoch():
+    prob = make_problem(n=40)
+    seen = []
+
+    class Spy(Problem):
+        def batch_grad(self, w, rows):
+            seen.append(np.array(rows))
+            return super().batch_grad(w, rows)
+
+    spy = Spy(prob.X, prob.y, prob.loss, prob.l2)
+    solvers.sgd(spy, rng=np.random.default_rng(0), step=0.1, n_iter=10, batch_size=8, replace=False)
+    for epoch in (seen[:5], seen[5:]):
+        np.testing.assert_array_equal(np.sort(np.concatenate(epoch)), np.arange(40))
