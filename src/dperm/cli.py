@@ -58,6 +58,48 @@ def _cmd_dataset_table(args) -> None:
     log.info("dataset table: %d datasets (%d unavailable)", len(table), len(unavailable))
 
 
+def _load_spec(text: str) -> dict:
+    """A spec given inline as JSON, or as @path to a JSON file."""
+    from pathlib import Path
+
+    return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+
+
+def _cmd_run_cell(args) -> None:
+    import pandas as pd
+
+    from .datasets.prepare import load_prepared
+    from .files import write_text_atomic
+    from .protocol import run_cell
+
+    spec = _load_spec(args.spec)
+    arrays, _ = load_prepared(args.data)
+    optima = pd.read_csv(args.optimum) if args.optimum else None
+    records = run_cell(spec, arrays, optima, log=log.info)
+    write_text_atomic(args.out, records.to_csv(index=False))
+    log.info("%d records -> %s", len(records), args.out)
+
+
+def _cmd_optimum(args) -> None:
+    from .datasets.prepare import load_prepared
+    from .files import write_text_atomic
+    from .optimum import compute_optima
+
+    arrays, _ = load_prepared(args.data)
+    table = compute_optima(_load_spec(args.spec), arrays, log=log.info)
+    write_text_atomic(args.out, table.to_csv(index=False))
+
+
+def _cmd_summarise(args) -> None:
+    import pandas as pd
+
+    from .tables import write_summary
+
+    records = pd.concat([pd.read_csv(p) for p in args.records], ignore_index=True)
+    summary = write_summary(records, args.csv, args.md, title=args.title)
+    log.info("summary of %d records in %d cells -> %s", len(records), len(summary), args.csv)
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -98,6 +140,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.set_defaults(func=_cmd_dataset_table)
+
+    p = sub.add_parser("run-cell", help="run one table cell (all folds, repeats and draws)")
+    p.add_argument("--spec", required=True, help="cell spec as JSON, or @file.json")
+    p.add_argument("--data", required=True, help="prepared .npz")
+    p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")
+    p.add_argument("--out", required=True, help="records .csv")
+    p.set_defaults(func=_cmd_run_cell)
+
+    p = sub.add_parser("optimum", help="certified optimum of every training fold")
+    p.add_argument("--spec", required=True, help="optimum spec as JSON, or @file.json")
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_optimum)
+
+    p = sub.add_parser("summarise", help="aggregate run records into a table")
+    p.add_argument("records", nargs="+", help="records .csv files")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--title", default="")
+    p.set_defaults(func=_cmd_summarise)
 
     p = sub.add_parser("info", help="versions, thread settings and known datasets")
     p.set_defaults(func=_cmd_info)

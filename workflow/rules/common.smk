@@ -13,12 +13,24 @@ SRC = str(Path(workflow.basedir, "src").resolve())
 sys.path.insert(0, SRC)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])))
 
+from dperm import experiments
+from dperm.fingerprint import source_fingerprint
 from dperm.datasets import registry
 from dperm.datasets.fetch import resolve_mirror
 from dperm.datasets.prepare import availability
 
 
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+# Rules rerun when the dperm code they run changes (a params value, see dperm.fingerprint).
+CODE = {
+    "data": source_fingerprint("datasets", "files", "cli"),
+    "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers", "cli"),
+    "runs": source_fingerprint(
+        "algorithms", "privacy", "protocol", "losses", "problem", "solvers", "cli"
+    ),
+    "tables": source_fingerprint("tables", "cli"),
+}
 
 MIRROR = resolve_mirror(config["data"]["mirror"])
 DOWNLOAD = config["data"]["download"]
@@ -35,9 +47,33 @@ for key in config["datasets"]:
         logger.warning(f"dperm: skipping dataset {key!r} in the default target: {UNAVAILABLE[key]}")
 
 
+PAPERS = {
+    name: experiments.load_paper(Path(config["paper_dir"], f"{name}.yaml"))
+    for name in config["papers"]
+}
+for _name, _paper in PAPERS.items():
+    if _paper["paper"] != _name:
+        raise ValueError(f"{config['paper_dir']}/{_name}.yaml declares paper {_paper['paper']!r}")
+    for _exp_name, _exp in _paper["experiments"].items():
+        for _alg in _exp["algorithms"]:
+            _prof = experiments.experiment_profile(_paper, _exp_name, _alg)
+            if _prof not in config["profiles"]:
+                raise ValueError(f"paper {_name!r}: profile {_prof!r} is not in config 'profiles' "
+                                 f"(defined: {sorted(config['profiles'])})")
+
+
+def _alternatives(values):
+    return "|".join(re.escape(v) for v in values)
+
+
 wildcard_constraints:
-    dataset="|".join(re.escape(k) for k in registry.DATASET_KEYS),
-    profile="|".join(re.escape(p) for p in config["profiles"]),
+    dataset=_alternatives(registry.DATASET_KEYS),
+    profile=_alternatives(config["profiles"]),
+    paper=_alternatives(PAPERS) or "(?!)",
+    experiment="[a-z0-9][a-z0-9-]*",
+    model="[a-z0-9][a-z0-9.-]*",
+    algorithm="[a-z0-9][a-z0-9.-]*",
+    epsilon="inf|T[0-9]+|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
 
 
 def dataset_available(key):
@@ -59,8 +95,67 @@ def configured_available_datasets():
     return [k for k in config["datasets"] if dataset_available(k)]
 
 
+def cell_of(wildcards):
+    return experiments.Cell(
+        wildcards.paper,
+        wildcards.experiment,
+        wildcards.dataset,
+        wildcards.model,
+        wildcards.algorithm,
+        wildcards.epsilon,
+    )
+
+
+def cell_spec(wildcards):
+    return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"])
+
+
+def cell_inputs(wildcards):
+    """The prepared data of a cell and, for convex models, the optima of its splits."""
+    spec = cell_spec(wildcards)
+    inputs = {"data": prepared(spec["dataset"], spec["profile"])}
+    loss = PAPERS[wildcards.paper]["models"][wildcards.model]["loss"]
+    if loss != "mlp":
+        inputs["optimum"] = experiments.optimum_path(spec)
+    return inputs
+
+
+def optimum_spec_json(wildcards):
+    paper = PAPERS[wildcards.paper]
+    spec = experiments.optimum_spec(
+        {
+            "paper": wildcards.paper,
+            "experiment": wildcards.experiment,
+            "dataset": wildcards.dataset,
+            "profile": wildcards.profile,
+            "model": {"name": wildcards.model, **paper["models"][wildcards.model]},
+            "protocol": paper["experiments"][wildcards.experiment]["protocol"],
+            "seed": config["seed"],
+        }
+    )
+    return experiments.dumps(spec)
+
+
+def experiment_cells(paper, experiment):
+    """Run files of an experiment, for the datasets that can be had."""
+    return [
+        c.path
+        for c in experiments.cells(PAPERS[paper], [experiment])
+        if dataset_available(c.dataset)
+    ]
+
+
+def paper_tables(paper):
+    return [
+        f"results/tables/{paper}/{name}.{ext}"
+        for name in PAPERS[paper]["experiments"]
+        for ext in ("csv", "md")
+    ]
+
+
 def default_targets():
-    return [prepared(k) for k in configured_available_datasets()] + [
+    datasets = [prepared(k) for k in configured_available_datasets()] + [
         "results/tables/datasets.csv",
         "results/tables/datasets.md",
     ]
+    return datasets + [t for paper in PAPERS for t in paper_tables(paper)]

@@ -8,6 +8,7 @@ rule fetch_raw:
         mirror=f"--mirror {MIRROR}" if MIRROR else "",
         download=DOWNLOAD,
         timeout=config["data"]["timeout"],
+        code=CODE["data"],
     log:
         "logs/fetch_raw/{dataset}.log",
     conda:
@@ -27,6 +28,7 @@ rule prepare:
         options=lambda wildcards: json.dumps(
             profile_options(wildcards.dataset, wildcards.profile), sort_keys=True
         ),
+        code=CODE["data"],
     log:
         "logs/prepare/{dataset}/{profile}.log",
     threads: 1
@@ -53,6 +55,7 @@ rule dataset_table:
         unavailable=json.dumps(
             {k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}
         ),
+        code=CODE["data"],
     log:
         "logs/dataset_table.log",
     conda:

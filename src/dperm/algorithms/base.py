@@ -1,0 +1,104 @@
+"""The algorithm interface: ``fit(problem, privacy, rng, draws=1, **hyper) -> FitResult``.
+
+* ``problem`` (:class:`dperm.problem.Problem`) carries the training rows, the loss (with ``y`` in
+  the loss's label form) and the L2 coefficient of the model.
+* ``privacy`` (:class:`Privacy`) carries the target (ε, δ); ε = inf means non-private.
+* ``rng`` is the only source of randomness; ``draws`` independent releases are returned at once so
+  that work that does not depend on the noise (a gradient-descent path, an L-BFGS solve) is done
+  once and the noise drawn ``draws`` times.
+* Hyper-parameters are keyword arguments whose defaults are the paper's; config overrides them.
+
+Each algorithm module's docstring states the adjacency, the sensitivity argument and the
+accounting it follows, with the paper, and says where it departs from the paper or its code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+ADJACENCIES = ("add-remove", "replace-one", "none")
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """Target privacy of one cell: (ε, δ)-DP; ε = inf for non-private algorithms."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self):
+        eps, delta = float(self.epsilon), float(self.delta)
+        if math.isnan(eps) or eps <= 0:
+            raise ValueError(f"epsilon must be > 0 (or inf for non-private); got epsilon={self.epsilon!r}")
+        if not (0.0 <= delta < 1.0):
+            raise ValueError(f"delta must be in [0, 1); got delta={self.delta!r}")
+
+    @property
+    def is_private(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+
+@dataclass
+class FitResult:
+    """What one call of an algorithm released, and what it cost.
+
+    ``weights`` is ``(draws, p)``. ``epsilon_spent`` is the ε the algorithm's accounting certifies
+    (equal to the target for calibrated algorithms, computed for SGD-MA-style ones; inf when not
+    private); it may be an array with one value per draw. ``grad_evals`` counts per-example gradient
+    evaluations divided by n (full-gradient equivalents). ``seconds_per_draw`` is set by algorithms
+    whose draws share work, to report what one independent run would cost; otherwise the protocol
+    uses the measured wall time divided by ``draws``.
+    """
+
+    weights: np.ndarray
+    epsilon_spent: float | np.ndarray
+    delta_spent: float
+    adjacency: str
+    grad_evals: float | np.ndarray = 0.0
+    iterations: int | np.ndarray = 0
+    seconds_per_draw: float | None = None
+    notes: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.weights = np.atleast_2d(np.asarray(self.weights, dtype=float))
+        if self.adjacency not in ADJACENCIES:
+            raise ValueError(f"adjacency must be one of {ADJACENCIES}; got {self.adjacency!r}")
+
+    @property
+    def draws(self) -> int:
+        return self.weights.shape[0]
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm. ``variant`` is ``correct`` or ``reference``; a reference variant
+    reproduces published code and says in ``caveat`` whether it is DP as implemented."""
+
+    name: str
+    fit: Callable
+    variant: str = "correct"
+    private: bool = True
+    depends_on_epsilon: bool = True
+    dp_as_implemented: bool = True
+    caveat: str = ""
+    description: str = ""
+
+    @property
+    def label(self) -> str:
+        """Name for tables and legends, carrying the caveat of a reference variant."""
+        if self.variant == "reference":
+            tag = "reference, not DP as implemented" if not self.dp_as_implemented else "reference"
+            return f"{self.name} ({tag})"
+        return self.name
+
+
+def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]:
+    """Independent child generators, one per draw, derived deterministically from ``rng``."""
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1; got draws={draws!r}")
+    return [np.random.Generator(type(rng.bit_generator)(s)) for s in rng.bit_generator.seed_seq.spawn(draws)]

@@ -1,0 +1,209 @@
+"""The run protocol: seeds, splits, metrics, and one table cell run into tidy records.
+
+A *cell* is one (paper, experiment, dataset, model, algorithm, privacy setting); its file holds
+one row per fit (fold × repeat × draw). Everything random is derived from ``SeedSequence`` over
+stable integers (crc32 of names), so a cell's records are the same whatever the job order or the
+number of cores; only ``fit_seconds`` (wall time) varies between runs.
+
+Privacy settings (the ``eps`` part of a cell's file name, written by :func:`format_epsilon`):
+a number is the target ε; ``inf`` is a non-private algorithm; ``T<steps>`` is an algorithm whose ε
+is *computed* from a fixed number of steps (SGD-MA), reported in ``epsilon_spent``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+
+RECORD_COLUMNS = [
+    "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting",
+    "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
+    "accuracy", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
+    "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "notes",
+    "dperm_version",
+]
+_STEPS = re.compile(r"^T([1-9][0-9]*)$")
+
+
+def format_epsilon(value) -> str:
+    """The one spelling of a privacy setting in file names: 0.05 -> '0.05', 1 and 1.0 -> '1',
+    inf -> 'inf', 'T100' stays 'T100'."""
+    if isinstance(value, str):
+        if value == "inf" or _STEPS.match(value):
+            return value
+        value = float(value)
+    value = float(value)
+    if math.isinf(value) and value > 0:
+        return "inf"
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"epsilon must be > 0, inf, or T<steps>; got {value!r}")
+    return np.format_float_positional(value, trim="-")
+
+
+def parse_setting(token: str) -> tuple[float, int | None]:
+    """(target ε, steps) of a privacy setting token: ('0.1') -> (0.1, None); ('T100') -> (inf, 100)."""
+    token = format_epsilon(token)
+    match = _STEPS.match(token)
+    return (math.inf, int(match.group(1))) if match else (float(token), None)
+
+
+def stable_int(name: str) -> int:
+    """A name's crc32: stable across processes and Python versions (unlike ``hash``)."""
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def derive_seed(root: int, *parts) -> int:
+    """A 63-bit seed from the root seed and names/integers, through ``SeedSequence``."""
+    entropy = [int(root)] + [stable_int(p) if isinstance(p, str) else int(p) for p in parts]
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> 1)
+
+
+@dataclass(frozen=True)
+class Split:
+    fold: int
+    repeat: int
+    train: np.ndarray
+    test: np.ndarray
+
+
+def make_splits(protocol: dict, n: int, seed: int) -> list[Split]:
+    """Train/test splits of ``n`` rows. ``kind``: ``kfold`` (``folds`` × ``repeats``, a fresh
+    permutation per repeat), ``holdout`` (``test_fraction``, ``repeats`` times), ``full`` (train
+    and evaluate on every row: Lee & Kifer's Figure 1 scripts, spec D17)."""
+    kind, repeats = protocol["kind"], int(protocol.get("repeats", 1))
+    if n < 2:
+        raise ValueError(f"need at least 2 rows to split; got n={n}")
+    out = []
+    for repeat in range(repeats):
+        perm = np.random.default_rng(derive_seed(seed, "split", repeat)).permutation(n)
+        if kind == "kfold":
+            folds = int(protocol["folds"])
+            if not 2 <= folds <= n:
+                raise ValueError(f"folds must be in [2, n={n}]; got folds={folds}")
+            for fold, test in enumerate(np.array_split(perm, folds)):
+                out.append(Split(fold, repeat, np.sort(np.setdiff1d(perm, test)), np.sort(test)))
+        elif kind == "holdout":
+            frac = float(protocol["test_fraction"])
+            if not 0 < frac < 1:
+                raise ValueError(f"test_fraction must be in (0, 1); got {frac}")
+            cut = int(round(n * frac))
+            out.append(Split(0, repeat, np.sort(perm[cut:]), np.sort(perm[:cut])))
+        elif kind == "full":
+            everything = np.arange(n)
+            out.append(Split(0, repeat, everything, everything))
+        else:
+            raise ValueError(f"protocol kind {kind!r}; allowed: kfold, holdout, full")
+    return out
+
+
+def split_seed(spec: dict) -> int:
+    """Splits depend on the dataset and experiment only: every algorithm, model and ε of an
+    experiment sees the same folds (paired comparisons)."""
+    return derive_seed(spec["seed"], spec["paper"], spec["experiment"], spec["dataset"])
+
+
+def cell_algorithm(spec: dict) -> str:
+    """The cell's algorithm key (an alias such as ``dp-agd-lam0`` may ``use`` a registered one)."""
+    return spec.get("cell_algorithm", spec["algorithm"])
+
+
+def fit_seed(spec: dict, split: Split) -> int:
+    return derive_seed(spec["seed"], spec["paper"], spec["experiment"], spec["dataset"],
+                       spec["model"]["name"], cell_algorithm(spec), format_epsilon(spec["epsilon"]),
+                       split.fold, split.repeat)
+
+
+def build_problem(spec: dict, arrays: dict, rows=None):
+    """The model's loss and the label array it expects, as a :class:`Problem` on ``rows``."""
+    from .losses import get_loss
+    from .problem import Problem
+
+    model = spec["model"]
+    loss = get_loss(model["loss"], **model.get("loss_params", {}))
+    y = arrays["y"] if loss.labels == "real" else arrays["y01" if loss.labels == "01" else "ypm"]
+    X = arrays["X"]
+    if rows is not None:
+        X, y = X[rows], y[rows]
+    return Problem(X, np.asarray(y, dtype=float), loss, float(model.get("l2", 0.0)))
+
+
+def _per_draw(value, draws: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=float), (draws,))
+
+
+def _metrics(loss, result, train, X_test, y_test):
+    """(accuracy, objective, regularised objective), one value per draw."""
+    draws = result.draws
+    constant = result.extra.get("constant_prediction")
+    if constant is not None:  # Majority: a label, not weights
+        accuracy = np.full(draws, float(np.mean(y_test == constant)) if len(y_test) else np.nan)
+        return accuracy, np.full(draws, np.nan), np.full(draws, np.nan)
+    W = result.weights
+    accuracy = (_per_draw(loss.accuracy(W, X_test, y_test), draws) if loss.labels != "real"
+                else np.full(draws, np.nan))
+    objective = _per_draw(loss.value(W, train.X, train.y), draws)
+    return accuracy, objective, _per_draw(train.value(W), draws)
+
+
+def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None) -> pd.DataFrame:
+    """Run every fold, repeat and draw of one cell; return one record per fit.
+
+    ``optima`` (from :func:`dperm.optimum.compute_optima`, same splits) supplies the certified
+    optimum of each training fold for ``opt_gap`` and ``excess_risk``; without it they are NaN.
+    """
+    from .algorithms import Privacy, get_algorithm
+
+    algo = get_algorithm(spec["algorithm"])
+    target, steps = parse_setting(spec["epsilon"])
+    hyper = dict(spec.get("hyper") or {})
+    if steps is not None:
+        hyper["steps"] = steps
+    privacy = Privacy(target, spec["delta"])
+    full = build_problem(spec, arrays)
+    splits = make_splits(spec["protocol"], full.n, split_seed(spec))
+    draws = int(spec["protocol"].get("draws", 1)) if algo.private else 1
+    best = optima.set_index(["fold", "repeat"]) if optima is not None else None
+    records = []
+    for i, split in enumerate(splits, start=1):
+        train = full.subset(split.train)
+        seed = fit_seed(spec, split)
+        start = time.perf_counter()
+        result = algo.fit(train, privacy, np.random.default_rng(seed), draws=draws, **hyper)
+        elapsed = time.perf_counter() - start
+        accuracy, objective, regularised = _metrics(full.loss, result, train, full.X[split.test],
+                                                    full.y[split.test])
+        if best is not None:
+            row = best.loc[(split.fold, split.repeat)]
+            opt_gap, excess = objective - row["L_star"], regularised - row["F_star"]
+        else:
+            opt_gap = excess = np.full(result.draws, np.nan)
+        per_draw = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
+        eps_spent = _per_draw(result.epsilon_spent, result.draws)
+        evals, iters = _per_draw(result.grad_evals, result.draws), _per_draw(result.iterations, result.draws)
+        for d in range(result.draws):
+            records.append({
+                "paper": spec["paper"], "experiment": spec["experiment"], "dataset": spec["dataset"],
+                "model": spec["model"]["name"], "algorithm": cell_algorithm(spec), "variant": algo.variant,
+                "label": algo.label, "setting": format_epsilon(spec["epsilon"]),
+                "epsilon": target, "delta": privacy.delta, "epsilon_spent": eps_spent[d],
+                "delta_spent": result.delta_spent, "adjacency": result.adjacency,
+                "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,
+                "accuracy": accuracy[d], "objective": objective[d], "regularised_objective": regularised[d],
+                "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
+                "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
+                "n_test": len(split.test), "p": full.p, "tuning": spec.get("tuning", "private"),
+                "dp_as_implemented": algo.dp_as_implemented, "notes": "; ".join(result.notes),
+                "dperm_version": __version__,
+            })
+        if log is not None:
+            log(f"{cell_algorithm(spec)} eps={format_epsilon(spec['epsilon'])}: split {i}/{len(splits)} "
+                f"(fold {split.fold}, repeat {split.repeat}) {result.draws} draw(s) in {elapsed:.2f}s")
+    return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)

@@ -1,0 +1,61 @@
+"""Aggregation of run records into tables: mean, standard deviation, 95% CI and n per cell.
+
+The confidence interval is a t-interval for the mean over a cell's fits (folds × repeats ×
+draws), treating the fits as independent; fits of one fold share their training rows, so the
+interval is an approximation and is labelled as such in every table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .files import write_text_atomic
+
+KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting",
+        "tuning", "dp_as_implemented"]
+METRICS = ["accuracy", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
+CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × repeats × draws, "
+           "treated as independent; fits of one fold share their training rows)")
+
+
+def summarise(records: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
+    """One row per cell; for each metric ``<m>_mean``, ``<m>_std``, ``<m>_ci95``, ``<m>_n``."""
+    rows = []
+    for key, group in records.groupby(KEYS, sort=False, dropna=False):
+        row = dict(zip(KEYS, key))
+        row["epsilon"] = group["epsilon"].iloc[0]
+        for m in metrics:
+            values = group[m].to_numpy(dtype=float)
+            values = values[np.isfinite(values)]
+            n = len(values)
+            mean = values.mean() if n else np.nan
+            std = values.std(ddof=1) if n > 1 else np.nan
+            half = stats.t.ppf(0.975, n - 1) * std / np.sqrt(n) if n > 1 else np.nan
+            row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half, f"{m}_n": n})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(mean, half, digits=4):
+    if not np.isfinite(mean):
+        return ""
+    return f"{mean:.{digits}g}" + (f" ± {half:.2g}" if np.isfinite(half) else "")
+
+
+def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),
+             title: str = "") -> str:
+    shown = summary[["dataset", "model", "label", "setting", "tuning"]].copy()
+    for m in metrics:
+        shown[m] = [_cell(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"])]
+    shown["n"] = summary[f"{metrics[0]}_n"]
+    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}.\n\n"
+    return head + shown.to_markdown(index=False) + "\n"
+
+
+def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "") -> pd.DataFrame:
+    summary = summarise(records)
+    write_text_atomic(csv_path, summary.to_csv(index=False))
+    write_text_atomic(md_path, markdown(summary, title=title))
+    return summary

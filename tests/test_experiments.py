@@ -1,0 +1,67 @@
+"""Paper configs: cells, specs, and clear errors for bad grids."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import REPO
+from dperm import experiments as ex
+
+BASE = {
+    "paper": "p",
+    "models": {"lr": {"loss": "logistic", "l2": 0.01}},
+    "algorithms": {"nonprivate": {}, "dp-sgd": {"epochs": 2}, "dp-sgd-long": {"use": "dp-sgd", "epochs": 20}},
+    "experiments": {"e": {"datasets": ["wine"], "models": ["lr"], "algorithms": ["nonprivate", "dp-sgd", "dp-sgd-long"],
+                          "epsilons": [0.5, 1.0], "delta": 1e-6, "protocol": {"kind": "kfold"},
+                          "per_dataset": {"wine": {"dp-sgd": {"epochs": 3}}}}},
+}
+
+
+def _load(tmp_path, config):
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return ex.load_paper(path)
+
+
+def test_cells_specs_and_precedence(tmp_path):
+    paper = _load(tmp_path, BASE)
+    cells = ex.cells(paper)
+    assert [c.path for c in cells][:2] == ["results/runs/p/e/wine/lr/nonprivate/epsinf.csv",
+                                           "results/runs/p/e/wine/lr/dp-sgd/eps0.5.csv"]
+    assert len(cells) == 1 + 2 + 2
+    spec = ex.cell_spec(paper, cells[1], seed=3)
+    assert spec["hyper"] == {"epochs": 3}  # per-dataset wins over the paper section
+    assert spec["protocol"]["folds"] == 5 and spec["model"]["l2"] == 0.01
+    alias = ex.cell_spec(paper, cells[-1], seed=3)
+    assert alias["algorithm"] == "dp-sgd" and alias["cell_algorithm"] == "dp-sgd-long"
+    assert alias["hyper"] == {"epochs": 20}
+
+
+def test_tuned_values_mark_the_cell_non_private(tmp_path):
+    paper = _load(tmp_path, BASE)
+    cell = ex.cells(paper)[1]
+    spec = ex.cell_spec(paper, cell, seed=3, tuned={"wine": {"lr": {"l2": 0.5, "dp-sgd": {"epochs": 7}}}})
+    assert spec["model"]["l2"] == 0.5 and spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["algorithms"].update({"dp-sdg": {}}), "unknown algorithm 'dp-sdg'; known algorithms:"),
+    (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['batch_size'"),
+    (lambda c: c["experiments"]["e"]["models"].append("svm"), r"uses models \['svm'\] that the paper's 'models' section does not define"),
+    (lambda c: c["experiments"]["e"]["datasets"].append("mnist"), "'mnist' is not one of"),
+    (lambda c: c["experiments"]["e"]["protocol"].update({"kind": "loo"}), "'loo' is not one of"),
+])
+def test_bad_grids_are_refused_with_the_allowed_values(tmp_path, change, message):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    change(config)
+    with pytest.raises(Exception, match=message):
+        _load(tmp_path, config)
+
+
+def test_shipped_paper_configs_load():
+    for path in sorted((REPO / "config" / "papers").glob("*.yaml")) + [REPO / ".test/config/papers/demo.yaml"]:
+        paper = ex.load_paper(path)
+        assert paper["paper"] == path.stem and ex.cells(paper)

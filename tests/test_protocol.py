@@ -1,0 +1,137 @@
+"""The run protocol: setting tokens, seeds, splits, records and determinism."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from dperm.protocol import (RECORD_COLUMNS, derive_seed, format_epsilon, make_splits, parse_setting,
+                            run_cell, split_seed)
+
+
+@pytest.mark.parametrize("value, text", [(0.05, "0.05"), (1, "1"), (1.0, "1"), ("1.0", "1"),
+                                         (1.6, "1.6"), (1e-3, "0.001"), (math.inf, "inf"),
+                                         ("inf", "inf"), ("T100", "T100")])
+def test_epsilon_has_one_spelling(value, text):
+    assert format_epsilon(value) == text
+    assert parse_setting(text)[0] == (math.inf if text.startswith(("inf", "T")) else float(text))
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "T0", "x"])
+def test_bad_epsilon_is_refused(bad):
+    with pytest.raises(ValueError):
+        format_epsilon(bad)
+
+
+def test_seeds_do_not_depend_on_python_hash_randomisation():
+    code = "from dperm.protocol import derive_seed; print(derive_seed(7, 'lee2018', 'fig2', 'adult', 3))"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(REPO / "src")}).stdout
+            for h in ("1", "2", "random")}
+    assert len(outs) == 1 and int(outs.pop()) == derive_seed(7, "lee2018", "fig2", "adult", 3)
+    assert derive_seed(7, "a", 1) != derive_seed(7, "a", 2) != derive_seed(8, "a", 2)
+
+
+def test_kfold_splits_partition_the_rows_and_repeats_differ():
+    splits = make_splits({"kind": "kfold", "folds": 5, "repeats": 2}, 103, seed=1)
+    assert len(splits) == 10
+    for repeat in (0, 1):
+        tests = [s.test for s in splits if s.repeat == repeat]
+        np.testing.assert_array_equal(np.sort(np.concatenate(tests)), np.arange(103))
+        for s in splits:
+            assert len(np.intersect1d(s.train, s.test)) == 0 and len(s.train) + len(s.test) == 103
+    assert not np.array_equal(splits[0].test, splits[5].test)
+    again = make_splits({"kind": "kfold", "folds": 5, "repeats": 2}, 103, seed=1)
+    assert all(np.array_equal(a.test, b.test) for a, b in zip(splits, again))
+
+
+def test_holdout_and_full_splits():
+    (s,) = make_splits({"kind": "holdout", "test_fraction": 0.25}, 100, seed=0)
+    assert len(s.test) == 25 and len(s.train) == 75
+    (f,) = make_splits({"kind": "full"}, 10, seed=0)
+    np.testing.assert_array_equal(f.train, f.test)
+    with pytest.raises(ValueError, match="protocol kind 'loo'"):
+        make_splits({"kind": "loo"}, 10, seed=0)
+
+
+def _toy(n=400, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.hstack([np.ones((n, 1)), rng.uniform(size=(n, p - 1))])
+    y01 = (X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) > X @ np.full(p, 0.1)).astype(np.int8)
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8)}
+
+
+def _spec(algorithm="dp-sgd", epsilon="1", draws=3):
+    return {"paper": "t", "experiment": "e", "dataset": "toy", "profile": "default",
+            "model": {"name": "lr", "loss": "logistic", "l2": 1e-3}, "algorithm": algorithm,
+            "hyper": {"epochs": 2, "batch_size": 50} if algorithm == "dp-sgd" else {},
+            "epsilon": epsilon, "delta": 1e-6, "seed": 11,
+            "protocol": {"kind": "kfold", "folds": 4, "repeats": 1, "draws": draws}}
+
+
+def test_records_have_the_documented_columns_and_one_row_per_fit():
+    records = run_cell(_spec(), _toy())
+    assert list(records.columns) == RECORD_COLUMNS
+    assert len(records) == 4 * 3
+    assert set(records["draw"]) == {0, 1, 2} and set(records["fold"]) == {0, 1, 2, 3}
+    assert records["epsilon_spent"].max() <= 1 + 1e-9 and (records["adjacency"] == "add-remove").all()
+    design = {"paper", "experiment", "dataset", "model", "algorithm", "variant", "epsilon", "delta",
+              "epsilon_spent", "fold", "repeat", "draw", "seed", "accuracy", "objective", "opt_gap",
+              "fit_seconds", "grad_evals", "n_train", "p", "tuning", "dperm_version"}
+    assert design <= set(records.columns)
+
+
+def test_nonprivate_runs_once_per_fold_and_majority_scores_the_majority():
+    data = _toy()
+    nonprivate = run_cell(_spec("nonprivate", "inf"), data)
+    assert len(nonprivate) == 4 and np.isinf(nonprivate["epsilon"]).all()
+    spec = _spec("majority", "inf")
+    majority = run_cell(spec, data)
+    assert majority["objective"].isna().all()
+    for split in make_splits(spec["protocol"], 400, split_seed(spec)):
+        train, test = data["y01"][split.train], data["y01"][split.test]
+        label = int(train.mean() >= 0.5)
+        fold_acc = majority.loc[majority["fold"] == split.fold, "accuracy"].item()
+        assert fold_acc == pytest.approx(np.mean(test == label))
+
+
+def test_opt_gap_uses_the_optimum_of_the_same_split():
+    from dperm.optimum import compute_optima
+
+    data, spec = _toy(), _spec("nonprivate", "inf")
+    optima = compute_optima(spec, data)
+    records = run_cell(spec, data, optima)
+    np.testing.assert_allclose(records["excess_risk"], 0.0, atol=1e-8)  # NonPrivate is the optimum
+    assert (records["opt_gap"] >= -1e-9).all() and (optima["certified"]).all()
+
+
+def _deterministic_bytes(frame: pd.DataFrame) -> str:
+    return frame.drop(columns=["fit_seconds"]).to_csv(index=False)
+
+
+def test_same_seed_same_bytes_across_processes_and_thread_counts(tmp_path):
+    """Each run in a fresh process, with BLAS pinned to 1 and to 2 threads."""
+    import json
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(_spec()))
+    data = tmp_path / "toy.npz"
+    np.savez(data, **_toy())
+    (tmp_path / "toy.json").write_text("{}")
+    outs = []
+    for threads in ("1", "2", "1"):
+        out = tmp_path / f"cell{len(outs)}.csv"
+        subprocess.run([sys.executable, "-m", "dperm", "--threads", threads, "run-cell", "--spec",
+                        f"@{spec}", "--data", str(data), "--out", str(out)], check=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True)
+        outs.append(_deterministic_bytes(pd.read_csv(out)))
+    assert outs[0] == outs[1] == outs[2]
+    assert pd.read_csv(io.StringIO(outs[0]))["objective"].nunique() > 1  # draws really differ
