@@ -1,0 +1,98 @@
+"""Shared by ObjPert and OutPert: the public, enforced row bound, input checks, noise draws.
+
+Sensitivities of output and objective perturbation depend on the Lipschitz and smoothness
+constants of the loss, which depend on a bound R on the row norms. That bound must be **public**:
+the data's own max ‖x_i‖ (``Problem.radius``) is a function of the private data. So the
+algorithms take a declared ``row_bound`` R and *enforce* it, mapping every row to
+x_i·min(1, R/‖x_i‖). The map acts on each row alone, so neighbouring datasets stay neighbouring
+(replace-one and add/remove alike) and the constants evaluated at R hold for every dataset.
+Regression targets are assumed to lie in [0, 1] (spec §6 Q7; the prepare step scales them) and
+are clipped to [0, 1] by the same per-row argument. Nothing about how many rows the clip
+changed is recorded: that count is data-dependent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..privacy import l2_laplace_noise
+from ..problem import Problem
+
+
+def check_row_bound(row_bound) -> float:
+    """R = ``row_bound`` after checking it is a finite number > 0."""
+    R = float(row_bound)
+    if not (math.isfinite(R) and R > 0):
+        raise ValueError(f"row_bound must be a finite number > 0 (the public bound R on ‖x‖ that "
+                         f"is enforced); got row_bound={row_bound!r}")
+    return R
+
+
+def enforce_row_bound(problem: Problem, row_bound: float) -> Problem:
+    """``problem`` with rows scaled to ‖x_i‖ ≤ ``row_bound`` and real targets clipped to [0, 1].
+
+    Returns ``problem`` itself when nothing changes (no copy of X).
+    """
+    R = check_row_bound(row_bound)
+    norms = problem.row_norms
+    scale = np.minimum(1.0, R / np.maximum(norms, np.finfo(float).tiny))
+    y = problem.y
+    if problem.loss.labels == "real":
+        y = np.clip(y, 0.0, 1.0)
+    if np.all(scale == 1.0) and (y is problem.y or np.array_equal(y, problem.y)):
+        return problem
+    return Problem(problem.X * scale[:, None], y, problem.loss, problem.l2, norms * scale)
+
+
+def private_target(privacy, algorithm: str) -> tuple[float, float]:
+    """(ε, δ) of ``privacy`` after checking ε is finite and > 0 and δ ∈ [0, 1)."""
+    eps, delta = float(privacy.epsilon), float(privacy.delta)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"{algorithm} needs a finite epsilon > 0; got epsilon={privacy.epsilon!r}")
+    if not (0.0 <= delta < 1.0):
+        raise ValueError(f"{algorithm} needs delta in [0, 1); got delta={privacy.delta!r}")
+    return eps, delta
+
+
+def check_regulariser(problem: Problem, algorithm: str) -> float:
+    """μ = ``problem.l2`` after checking it is finite and ≥ 0."""
+    mu = float(problem.l2)
+    if not (math.isfinite(mu) and mu >= 0):
+        raise ValueError(f"{algorithm} needs a regularisation coefficient mu = l2 >= 0 "
+                         f"(0: convex case, > 0: strongly convex case); got l2={problem.l2!r}")
+    return mu
+
+
+def smooth_glm_constants(problem: Problem, row_bound: float, algorithm: str) -> tuple[float, float]:
+    """(L, β) of the *unregularised* per-example loss on {‖x‖ ≤ R}: Lipschitz and smoothness.
+
+    Refuses losses the mechanisms' theorems do not cover, naming what is allowed: the loss must
+    be a convex, smooth linear-model loss with a global Lipschitz constant (``logistic``,
+    ``huber-hinge``, ``huber``). The plain ``hinge`` is not smooth (use ``huber-hinge``); the
+    ``squared`` loss is Lipschitz only on a ball; the ``mlp`` is not convex.
+    """
+    loss = problem.loss
+    name = getattr(loss, "name", type(loss).__name__)
+    allowed = "allowed: 'logistic', 'huber-hinge' (SVM) or 'huber' (regression)"
+    if not getattr(loss, "convex", False) or not hasattr(loss, "dphi"):
+        raise ValueError(f"{algorithm} needs a convex linear-model loss; got loss {name!r}; {allowed}")
+    if not getattr(loss, "smooth", False):
+        raise ValueError(f"{algorithm} needs a smooth (twice differentiable almost everywhere, "
+                         f"Lipschitz-gradient) loss; got loss {name!r}; use 'huber-hinge' for the "
+                         f"SVM; {allowed}")
+    try:
+        L = float(loss.lipschitz(row_bound))
+    except ValueError as err:
+        raise ValueError(f"{algorithm} needs a globally Lipschitz loss; got loss {name!r} ({err}); "
+                         f"{allowed}") from None
+    return L, float(loss.smoothness(row_bound))
+
+
+def draw_noise(kind: str, scale: float, p: int, rng: np.random.Generator) -> np.ndarray:
+    """One noise vector of length p: ``kind`` "gamma-norm" has density ∝ exp(−‖z‖/scale)
+    (norm ~ Gamma(p, scale), so E‖z‖ = p·scale); any other kind is N(0, scale²·I)."""
+    if kind == "gamma-norm":
+        return l2_laplace_noise(sensitivity=scale, epsilon=1.0, rng=rng, size=p)
+    return rng.normal(0.0, scale, size=p)

@@ -1,0 +1,184 @@
+"""OutPert: output-perturbed full-batch gradient descent (Zhang et al. 2017, Algorithm 1).
+
+w_{t+1} = w_t − η∇F(w_t), F(w) = (1/n)Σ ℓ_i(w) + (μ/2)‖w‖² (μ = ``problem.l2``), from w_0 = 0
+for T steps on the training rows with every row mapped into the public ball ‖x‖ ≤ R
+(:mod:`._perturb`); release w_T + z, z calibrated to the ℓ2 sensitivity Δ of w_T.
+
+Adjacency: replace-one. Sensitivity: Lemma 2 (convex) Δ = 3LTη/n or Lemma 3 (μ > 0)
+Δ = 5L(μ + β)/(nμβ), with L = ℓ's Lipschitz constant and β = β_ℓ + μ at the enforced R (β the
+smoothness of the regularised per-example loss, as in the paper; L excludes the regulariser,
+which cancels between neighbours — spec §5 P13). Constants, the check of the lemmas and the
+noise rules are in :mod:`._outpert_theory`. Noise: δ = 0 → Gamma-norm density ∝ exp(−ε‖z‖/Δ),
+ε-DP; δ > 0 → Gaussian, (ε, δ)-DP (``gaussian="auto"``: the paper's ln(2/δ) form for ε ≤ 1,
+Zhao et al. above, noted in the result). Accounting: one release, ε and δ as targeted.
+
+Step size. Both lemmas need η ≤ 1/β (Lemma 2) or η ≤ 1/(β + μ) (Lemma 3). A larger configured
+η is **clamped** to the limit and the clamp is noted: the limit is a function of public
+constants only, so the clamped run stays private, while refusing would make one configured
+value (Lee & Kifer's η = 1) unusable for every loss whose β exceeds 1 (e.g. ``huber-hinge``
+with h ≤ 0.5 once μ > 0 is added).
+
+Draws share the descent path: w_T is computed once and ``draws`` independent noise vectors are
+added (one child generator per draw, :func:`.base.draw_rngs`). ``seconds_per_draw`` is what one
+standalone run costs: row clipping + T steps + one noise draw.
+
+Registered as
+* ``outpert-gd`` — Zhang et al.'s setting: T and η from Theorem 2 (μ > 0) or 3 (μ = 0), D =
+  ``solution_bound``, lemma paired with μ as in the paper.
+* ``outpert`` — Lee & Kifer 2018's baseline with their code's T = 50, η = 1 (the paper "heavily
+  tuned" them; spec §2.3), made correct: L from the enforced R, Lemma 2, a valid Gaussian,
+  smooth losses only.
+* ``outpert-reference`` — DP-AGD's ``outpert_gd`` exactly: L = 1 whatever the row norms (P4),
+  no row bound, any loss including the non-smooth hinge, σ = √(2 ln(2/δ))·(3LTη/n)/ε at every ε
+  (P5). Not DP as implemented. (The reference scripts also train on the whole data set, D6; the
+  protocol always passes the training fold.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .. import solvers
+from . import _outpert_theory as theory
+from ._perturb import (
+    check_regulariser,
+    check_row_bound,
+    draw_noise,
+    enforce_row_bound,
+    private_target,
+    smooth_glm_constants,
+)
+from .base import FitResult, Privacy, draw_rngs
+from .registry import register
+
+
+def gd_endpoint(problem, steps: int, learning_rate: float):
+    """(w_T, seconds of the T steps) of fixed-step GD on F from w_0 = 0."""
+    res = solvers.gradient_descent(problem, np.zeros(problem.p), step=learning_rate, n_iter=steps)
+    return res.x, res.seconds
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not float(value).is_integer() or int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
+    return int(value)
+
+
+def _positive_float(value, name: str, what: str) -> float:
+    x = float(value)
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be a finite number > 0 ({what}); got {name}={value!r}")
+    return x
+
+
+def _release(w_T, kind, scale, rng, draws):
+    """``draws`` copies of w_T + independent noise, and the seconds the noise took."""
+    t0 = time.perf_counter()
+    noise = np.stack([draw_noise(kind, scale, w_T.size, child) for child in draw_rngs(rng, draws)])
+    return w_T + noise, time.perf_counter() - t0
+
+
+def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_bound, steps,
+                 learning_rate, lemma, gaussian):
+    t0 = time.perf_counter()
+    eps, delta = private_target(privacy, name)
+    mu = check_regulariser(problem, name)
+    lemma = theory.resolve_lemma(lemma, mu)
+    R = check_row_bound(row_bound)
+    L, beta_loss = smooth_glm_constants(problem, R, name)
+    beta = beta_loss + mu
+    n, p = problem.n, problem.p
+    notes = []
+    if steps is None or learning_rate is None:
+        D = _positive_float(solution_bound, "solution_bound", "D, a declared bound on ‖ŵ‖")
+        args = dict(beta=beta, L=L, n=n, epsilon=eps, delta=delta, D=D, d=p)
+        if mu > 0:
+            T_thm, eta_thm = theory.theorem2_schedule(mu=mu, **args)
+        else:
+            T_thm, eta_thm = theory.theorem3_schedule(**args)
+        steps = T_thm if steps is None else steps
+        learning_rate = eta_thm if learning_rate is None else learning_rate
+    steps = _positive_int(steps, "steps")
+    eta = _positive_float(learning_rate, "learning_rate", "the GD step size")
+    limit = theory.step_limit(lemma, mu, beta)
+    if eta > limit:
+        notes.append(f"learning_rate={eta:g} exceeds the lemma's limit {limit:.6g} "
+                     f"(1/beta or 1/(beta+mu), beta={beta:.6g}, mu={mu:g}); clamped to the limit")
+        eta = limit
+    sensitivity, used = theory.gd_sensitivity(lemma=lemma, L=L, mu=mu, beta=beta, n=n,
+                                              steps=steps, eta=eta)
+    kind, scale, noise_notes = theory.noise_calibration(sensitivity, eps, delta, gaussian)
+    notes += noise_notes
+    clipped = enforce_row_bound(problem, R)
+    prep = time.perf_counter() - t0
+    w_T, gd_seconds = gd_endpoint(clipped, steps, eta)
+    weights, noise_seconds = _release(w_T, kind, scale, rng, draws)
+    return FitResult(
+        weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
+        grad_evals=float(steps), iterations=steps,
+        seconds_per_draw=prep + gd_seconds + noise_seconds / draws, notes=notes,
+        extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": used,
+               "noise": kind, "noise_scale": scale, "row_bound": R, "lipschitz": L,
+               "smoothness": beta, "mu": mu, "solution_bound": solution_bound,
+               "gd_seconds": gd_seconds})
+
+
+@register("outpert-gd", description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
+          "Theorem 2/3 schedule, public row bound enforced")
+def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
+                   solution_bound: float = 1.0, steps: int | None = None,
+                   learning_rate: float | None = None, lemma: str = "auto", gaussian: str = "auto"):
+    """OutPert-GD with Zhang et al.'s theory parameters (Theorem 2 for μ > 0, 3 for μ = 0).
+
+    ``row_bound`` R (enforced by clipping rows), ``solution_bound`` D ≥ ‖ŵ‖ (declared in config;
+    used by the T formulas only), explicit ``steps``/``learning_rate`` override the theorem
+    values, ``lemma`` ∈ {"auto", "convex", "strongly-convex", "best"}, ``gaussian`` ∈ {"auto",
+    "zhang", "zhao", "analytic"} (used when δ > 0).
+    """
+    return _fit_outpert(problem, privacy, rng, draws, name="outpert-gd", row_bound=row_bound,
+                        solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
+                        lemma=lemma, gaussian=gaussian)
+
+
+@register("outpert", description="Lee & Kifer's OutPert baseline (T = 50, eta = 1) made correct: "
+          "L from the enforced row bound, Lemma 2, valid Gaussian")
+def fit_outpert(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 50,
+                learning_rate: float = 1.0, row_bound: float = 1.0, lemma: str = "convex",
+                gaussian: str = "auto", solution_bound: float = 1.0):
+    """OutPert as Lee & Kifer run it (their code's T = 50, η = 1, Lemma 2), with true constants."""
+    return _fit_outpert(problem, privacy, rng, draws, name="outpert", row_bound=row_bound,
+                        solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
+                        lemma=lemma, gaussian=gaussian)
+
+
+@register("outpert-reference", variant="reference", dp_as_implemented=False,
+          caveat="L = 1 whatever the row norms (spec P4), no smoothness check (hinge allowed), "
+                 "ln(2/delta) Gaussian at every epsilon (P5)",
+          description="DP-AGD's outpert_gd exactly: sens = 3*L*T*eta/n with L = 1")
+def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 50,
+                          learning_rate: float = 1.0, lipschitz: float = 1.0):
+    """DP-AGD's ``outpert_gd``: T steps of w ← w − η(mean ∇ℓ + λw) on the rows as given, then
+    N(0, σ²I) with σ = √(2 ln(2/δ))·(3·L·T·η/n)/ε, L = ``lipschitz`` taken on trust."""
+    t0 = time.perf_counter()
+    eps, delta = private_target(privacy, "outpert-reference")
+    if delta == 0:
+        raise ValueError("outpert-reference reproduces DP-AGD's code, which has only the Gaussian "
+                         "branch: delta must be > 0; got delta=0 (use outpert-gd for epsilon-DP)")
+    steps = _positive_int(steps, "steps")
+    eta = _positive_float(learning_rate, "learning_rate", "the GD step size")
+    L = _positive_float(lipschitz, "lipschitz", "the Lipschitz constant the code assumes")
+    sensitivity = 3.0 * L * steps * eta / problem.n
+    sigma = math.sqrt(2.0 * math.log(2.0 / delta)) * sensitivity / eps
+    prep = time.perf_counter() - t0
+    w_T, gd_seconds = gd_endpoint(problem, steps, eta)
+    weights, noise_seconds = _release(w_T, "gaussian", sigma, rng, draws)
+    return FitResult(
+        weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
+        grad_evals=float(steps), iterations=steps,
+        seconds_per_draw=prep + gd_seconds + noise_seconds / draws,
+        extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": "lemma2",
+               "noise": "gaussian-zhang-any-epsilon", "noise_scale": sigma, "lipschitz": L,
+               "mu": problem.l2, "gd_seconds": gd_seconds})
