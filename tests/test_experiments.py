@@ -38,11 +38,39 @@ def test_cells_specs_and_precedence(tmp_path):
     assert alias["hyper"] == {"epochs": 20}
 
 
-def test_tuned_values_mark_the_cell_non_private(tmp_path):
-    paper = _load(tmp_path, BASE)
-    cell = ex.cells(paper)[1]
-    spec = ex.cell_spec(paper, cell, seed=3, tuned={"wine": {"lr": {"l2": 0.5, "dp-sgd": {"epochs": 7}}}})
+def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["tuning"] = {"experiments": ["e"], "protocol": {"kind": "kfold"},
+                        "l2": {"grid": [0.1, 0.5], "algorithms": ["dp-sgd"]},
+                        "hyper": [{"algorithm": "dp-sgd", "grid": {"epochs": [1, 7]}, "epsilons": [1]}]}
+    paper = _load(tmp_path, config)
+    nonprivate, dp_sgd = ex.cells(paper)[:2]
+    tuned = {"wine": {"lr": {"l2": 0.5, "hyper": {"dp-sgd": {"epochs": 7}}}}}
+    spec = ex.cell_spec(paper, dp_sgd, seed=3, tuned=tuned)
     assert spec["model"]["l2"] == 0.5 and spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
+    assert "l2-0.5.csv" in ex.optimum_path(spec)
+    untouched = ex.cell_spec(paper, nonprivate, seed=3, tuned=tuned)
+    assert untouched["model"]["l2"] == 0.01 and untouched["tuning"] == "private"
+    with pytest.raises(ValueError, match="needs the tuning results"):
+        ex.cell_spec(paper, dp_sgd, seed=3)
+
+
+def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["s"] = {"datasets": ["wine"], "models": ["lr"], "algorithms": ["dp-sgd"],
+                                  "epsilons": [1], "protocol": {"kind": "full"},
+                                  "sweep": {"param": "clip", "values": [0.5, 2]},
+                                  "model_overrides": {"lr": {"l2": 0}}}
+    paper = _load(tmp_path, config)
+    cells = ex.cells(paper, ["s"])
+    assert [c.algorithm for c in cells] == ["dp-sgd-clip0.5", "dp-sgd-clip2"]
+    spec = ex.cell_spec(paper, cells[1], seed=1)
+    assert spec["hyper"]["clip"] == 2 and spec["sweep"] == "clip=2" and spec["algorithm"] == "dp-sgd"
+    assert spec["model"]["l2"] == 0
 
 
 @pytest.mark.parametrize("change, message", [

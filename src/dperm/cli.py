@@ -100,6 +100,31 @@ def _cmd_summarise(args) -> None:
     log.info("summary of %d records in %d cells -> %s", len(records), len(summary), args.csv)
 
 
+def _cmd_tune(args) -> None:
+    from pathlib import Path
+
+    from .datasets.prepare import load_prepared
+    from .experiments import load_paper
+    from .files import write_json_atomic, write_text_atomic
+    from .tuning import tune
+
+    files = {(Path(p).parent.name, Path(p).stem): p for p in args.data}
+    cache = {}
+
+    def data(dataset, profile):
+        if (dataset, profile) not in files:
+            raise ValueError(f"tuning needs resources/prepared/{dataset}/{profile}.npz; pass it with --data")
+        if (dataset, profile) not in cache:
+            cache[(dataset, profile)] = load_prepared(files[(dataset, profile)])[0]
+        return cache[(dataset, profile)]
+
+    paper = load_paper(args.paper)
+    datasets = sorted({d for d, _ in files})
+    chosen, grid = tune(paper, data, args.seed, datasets=datasets, log=log.info)
+    write_text_atomic(args.csv, grid.to_csv(index=False))
+    write_json_atomic(args.json, chosen)
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -160,6 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--md", required=True)
     p.add_argument("--title", default="")
     p.set_defaults(func=_cmd_summarise)
+
+    p = sub.add_parser("tune", help="non-private hyper-parameter selection of a paper's grid")
+    p.add_argument("--paper", required=True, help="config/papers/<paper>.yaml")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--data", nargs="+", required=True, help="prepared .npz files (<dataset>/<profile>.npz)")
+    p.add_argument("--json", required=True, help="choices (read by the runs)")
+    p.add_argument("--csv", required=True, help="every grid point and its score")
+    p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("info", help="versions, thread settings and known datasets")
     p.set_defaults(func=_cmd_info)

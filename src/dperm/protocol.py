@@ -24,7 +24,7 @@ import pandas as pd
 from . import __version__
 
 RECORD_COLUMNS = [
-    "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting",
+    "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting", "sweep",
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
     "accuracy", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
     "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "notes",
@@ -192,7 +192,7 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
             records.append({
                 "paper": spec["paper"], "experiment": spec["experiment"], "dataset": spec["dataset"],
                 "model": spec["model"]["name"], "algorithm": cell_algorithm(spec), "variant": algo.variant,
-                "label": algo.label, "setting": format_epsilon(spec["epsilon"]),
+                "label": algo.label, "setting": format_epsilon(spec["epsilon"]), "sweep": spec.get("sweep", ""),
                 "epsilon": target, "delta": privacy.delta, "epsilon_spent": eps_spent[d],
                 "delta_spent": result.delta_spent, "adjacency": result.adjacency,
                 "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,

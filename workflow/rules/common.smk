@@ -74,6 +74,7 @@ wildcard_constraints:
     model="[a-z0-9][a-z0-9.-]*",
     algorithm="[a-z0-9][a-z0-9.-]*",
     epsilon="inf|T[0-9]+|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
+    l2="0|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
 
 
 def dataset_available(key):
@@ -106,34 +107,60 @@ def cell_of(wildcards):
     )
 
 
-def cell_spec(wildcards):
-    return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"])
+def paper_file(paper):
+    return str(Path(config["paper_dir"], f"{paper}.yaml"))
+
+
+def tuned_values(input):
+    """Tuning choices from a job's ``tuning`` input (None for cells that use none)."""
+    return json.loads(Path(input.tuning).read_text()) if hasattr(input, "tuning") else None
+
+
+def cell_spec(wildcards, tuned=None):
+    return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"], tuned)
 
 
 def cell_inputs(wildcards):
-    """The prepared data of a cell and, for convex models, the optima of its splits."""
-    spec = cell_spec(wildcards)
-    inputs = {"data": prepared(spec["dataset"], spec["profile"])}
-    loss = PAPERS[wildcards.paper]["models"][wildcards.model]["loss"]
-    if loss != "mlp":
+    """A cell's prepared data, its tuning choices (if it uses any; the tune checkpoint must run
+    first) and, for convex models, the optima of its splits at its λ."""
+    paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
+    inputs, tuned = {}, None
+    if experiments.cell_uses_tuning(paper, cell):
+        inputs["tuning"] = checkpoints.tune.get(paper=wildcards.paper).output.json
+        tuned = json.loads(Path(inputs["tuning"]).read_text())
+    spec = experiments.cell_spec(paper, cell, config["seed"], tuned)
+    inputs["data"] = prepared(spec["dataset"], spec["profile"])
+    if paper["models"][wildcards.model]["loss"] != "mlp":
         inputs["optimum"] = experiments.optimum_path(spec)
     return inputs
 
 
 def optimum_spec_json(wildcards):
-    paper = PAPERS[wildcards.paper]
     spec = experiments.optimum_spec(
-        {
-            "paper": wildcards.paper,
-            "experiment": wildcards.experiment,
-            "dataset": wildcards.dataset,
-            "profile": wildcards.profile,
-            "model": {"name": wildcards.model, **paper["models"][wildcards.model]},
-            "protocol": paper["experiments"][wildcards.experiment]["protocol"],
-            "seed": config["seed"],
-        }
+        PAPERS[wildcards.paper],
+        wildcards.experiment,
+        wildcards.dataset,
+        wildcards.model,
+        wildcards.profile,
+        float(wildcards.l2),
+        config["seed"],
     )
     return experiments.dumps(spec)
+
+
+def tuning_data(wildcards):
+    """Prepared files the tuning grid of a paper runs on (available datasets only)."""
+    from dperm.tuning import needed_profiles, tuning_jobs
+
+    paper = PAPERS[wildcards.paper]
+    return sorted(
+        {
+            prepared(dataset, profile)
+            for dataset, model, experiment in tuning_jobs(paper)
+            if dataset_available(dataset)
+            for profile in needed_profiles(paper, experiment)
+        }
+    )
 
 
 def experiment_cells(paper, experiment):

@@ -1,16 +1,44 @@
 # Table cells and the certified optima they are measured against.
 
 
+checkpoint tune:
+    """Non-private hyper-parameter selection (see dperm.tuning); cells that use its choices
+    are marked tuning: non-private."""
+    input:
+        tuning_data,
+    output:
+        json="results/tuning/{paper}.json",
+        csv=report(
+            "results/tuning/{paper}.csv",
+            caption="../report/tuning.rst",
+            category="{paper}",
+            subcategory="tuning (non-private)",
+        ),
+    params:
+        paper=lambda wildcards: paper_file(wildcards.paper),
+        grid=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper].get("tuning", {})),
+        seed=config["seed"],
+        code=CODE["runs"],
+    log:
+        "logs/tune/{paper}.log",
+    threads: 1
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm --threads {threads} tune --paper {params.paper} --seed {params.seed}"
+        " --data {input} --json {output.json} --csv {output.csv} > {log} 2>&1"
+
+
 rule optimum:
     input:
         data="resources/prepared/{dataset}/{profile}.npz",
     output:
-        "results/optima/{paper}/{experiment}/{dataset}/{model}/{profile}.csv",
+        "results/optima/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.csv",
     params:
         spec=optimum_spec_json,
         code=CODE["optimum"],
     log:
-        "logs/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}.log",
+        "logs/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.log",
     threads: 1
     conda:
         "../envs/dperm.yaml"
@@ -25,7 +53,7 @@ rule run_cell:
     output:
         "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
     params:
-        spec=lambda wildcards: experiments.dumps(cell_spec(wildcards)),
+        spec=lambda wildcards, input: experiments.dumps(cell_spec(wildcards, tuned_values(input))),
         optimum=lambda wildcards, input: (
             f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
         ),

@@ -1,0 +1,110 @@
+"""Non-private hyper-parameter selection (spec decision Q3; Lee & Kifer 2018 §6 "fine-tuned λ
+... with grid search", OutPert's "heavily tuned" T and step size).
+
+This is *not* private: it looks at the data (CV accuracy) to choose hyper-parameters and pays no
+privacy for it (spec P10). The paper did the same; we do it in one documented, separate step whose
+choices are written to ``results/tuning/<paper>.json`` and whose every grid point is kept in
+``results/tuning/<paper>.csv``. Every cell that uses a choice is marked ``tuning: non-private``.
+
+* λ (per dataset × model): the grid value with the best mean CV accuracy of NonPrivate (L-BFGS);
+  ties go to the larger λ (the smoother problem).
+* an algorithm's grid (per dataset × model): the grid point with the best mean CV accuracy of
+  that private algorithm over the block's ε values; ties go to the first point in grid order.
+
+Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .experiments import experiment_profile, registered_name
+from .protocol import format_epsilon, run_cell
+
+
+def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
+    """(dataset, model, experiment) for every pair the tuned experiments use (first experiment wins)."""
+    seen, out = set(), []
+    for name in paper["tuning"]["experiments"]:
+        exp = paper["experiments"][name]
+        for dataset, model in itertools.product(exp["datasets"], exp["models"]):
+            if (dataset, model) not in seen:
+                seen.add((dataset, model))
+                out.append((dataset, model, name))
+    return out
+
+
+def needed_profiles(paper: dict, experiment: str) -> set[str]:
+    tuning = paper["tuning"]
+    keys = [block["algorithm"] for block in tuning.get("hyper", [])]
+    profiles = {paper["experiments"][experiment]["profile"]} if "l2" in tuning else set()
+    return profiles | {experiment_profile(paper, experiment, k) for k in keys}
+
+
+def _spec(paper, experiment, dataset, model, key, l2, hyper, epsilon, seed):
+    exp = paper["experiments"][experiment]
+    algo = {k: v for k, v in paper["algorithms"].get(key, {}).items() if k not in ("use", "profile", "label")}
+    return {"paper": paper["paper"], "experiment": f"tuning-{experiment}", "dataset": dataset,
+            "profile": experiment_profile(paper, experiment, key) if key in paper["algorithms"] else exp["profile"],
+            "model": {"name": model, **copy.deepcopy(paper["models"][model]),
+                      **exp["model_overrides"].get(model, {}), "l2": float(l2)},
+            "algorithm": registered_name(paper, key) if key in paper["algorithms"] else key,
+            "cell_algorithm": key, "hyper": {**algo, **hyper}, "epsilon": format_epsilon(epsilon),
+            "delta": exp["delta"], "protocol": copy.deepcopy(paper["tuning"]["protocol"]),
+            "seed": int(seed), "tuning": "non-private"}
+
+
+def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None,
+         log: Callable[[str], None] = lambda message: None) -> tuple[dict, pd.DataFrame]:
+    """Run the paper's tuning grid; return (choices, one row per grid point)."""
+    tuning = paper["tuning"]
+    chosen, rows = {}, []
+    for dataset, model, experiment in tuning_jobs(paper):
+        if datasets is not None and dataset not in datasets:
+            continue
+        default_l2 = paper["models"][model].get("l2", 0.0)
+        choice = {"l2": default_l2, "hyper": {}}
+        if "l2" in tuning:
+            scores = []
+            for l2 in tuning["l2"]["grid"]:
+                spec = _spec(paper, experiment, dataset, model, "nonprivate", l2, {}, "inf", seed)
+                acc = run_cell(spec, data(dataset, spec["profile"]))["accuracy"].mean()
+                scores.append(acc)
+                rows.append({"dataset": dataset, "model": model, "tuned": "l2", "setting": f"l2={l2}",
+                             "mean_accuracy": acc})
+            best = max(range(len(scores)), key=lambda i: (scores[i], tuning["l2"]["grid"][i]))
+            choice["l2"] = float(tuning["l2"]["grid"][best])
+            log(f"{dataset}/{model}: lambda = {choice['l2']} (CV accuracy {scores[best]:.4f})")
+        for block in tuning.get("hyper", []):
+            key = block["algorithm"]
+            l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
+            names = sorted(block["grid"])
+            best_acc, best_point = -np.inf, None
+            for values in itertools.product(*(block["grid"][n] for n in names)):
+                point = dict(zip(names, values))
+                accs = [run_cell(spec, data(dataset, spec["profile"]))["accuracy"].mean()
+                        for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps, seed)
+                                     for eps in block["epsilons"])]
+                acc = float(np.mean(accs))
+                rows.append({"dataset": dataset, "model": model, "tuned": key,
+                             "setting": ", ".join(f"{n}={v}" for n, v in point.items()), "mean_accuracy": acc})
+                if acc > best_acc:
+                    best_acc, best_point = acc, point
+            choice["hyper"][key] = best_point
+            log(f"{dataset}/{model}: {key} {best_point} (mean CV accuracy {best_acc:.4f})")
+        chosen.setdefault(dataset, {})[model] = choice
+    grid = pd.DataFrame(rows, columns=["dataset", "model", "tuned", "setting", "mean_accuracy"])
+    grid["chosen"] = False
+    for dataset, models in chosen.items():
+        for model, choice in models.items():
+            mask = (grid["dataset"] == dataset) & (grid["model"] == model)
+            grid.loc[mask & (grid["tuned"] == "l2") & (grid["setting"] == f"l2={choice['l2']}"), "chosen"] = True
+            for key, point in choice["hyper"].items():
+                text = ", ".join(f"{n}={v}" for n, v in point.items())
+                grid.loc[mask & (grid["tuned"] == key) & (grid["setting"] == text), "chosen"] = True
+    return chosen, grid
