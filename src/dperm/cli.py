@@ -125,6 +125,47 @@ def _cmd_tune(args) -> None:
     write_json_atomic(args.json, chosen)
 
 
+def figure_caption(spec: dict, summary, protocol: dict) -> str:
+    """The configured caption plus what every reader must know: protocol, variants, tuning."""
+    shown = summary[summary["algorithm"].isin(spec.get("algorithms", summary["algorithm"].unique()))]
+    parts = [spec.get("caption", "").strip()]
+    if protocol["kind"] == "kfold":
+        parts.append(f"{protocol['folds']}-fold CV x {protocol['repeats']} repeat(s) x {protocol['draws']} draw(s) per point.")
+    elif protocol["kind"] == "full":
+        parts.append(f"Trained and evaluated on all rows, {protocol['repeats']} x {protocol['draws']} run(s) per point.")
+    reference = sorted(set(shown.loc[shown["variant"] == "reference", "label"]))
+    if reference:
+        parts.append("Reference variants (published code, flaws included): " + "; ".join(reference) + ".")
+    if (shown["tuning"] == "non-private").any():
+        tuned = sorted(set(shown.loc[shown["tuning"] == "non-private", "algorithm"]))
+        parts.append("Hyper-parameters chosen by non-private tuning for: " + ", ".join(tuned) + ".")
+    parts.append("Bands: 95% CI of the mean.")
+    return " ".join(p for p in parts if p)
+
+
+def _cmd_figure(args) -> None:
+    import pandas as pd
+
+    from . import figures
+    from .experiments import load_paper
+
+    paper = load_paper(args.paper)
+    spec = paper["figures"][args.figure]
+    exp = paper["experiments"][spec["experiment"]]
+    summary = pd.read_csv(args.summary, keep_default_na=False, na_values=[""])
+    caption = figure_caption(spec, summary, exp["protocol"])
+    common = dict(png=args.png, pdf=args.pdf, title=spec.get("title", ""), caption=caption,
+                  metrics=tuple(spec.get("metrics", ("accuracy", "objective"))))
+    if spec["kind"] == "epsilon":
+        figures.epsilon_figure(summary, datasets=spec.get("datasets", exp["datasets"]),
+                               model=spec.get("model", exp["models"][0]),
+                               algorithms=spec.get("algorithms", exp["algorithms"]),
+                               unavailable=json.loads(args.unavailable), labels=spec.get("labels"), **common)
+    else:
+        figures.sweep_figure(summary, param=spec["param"], param_label=spec.get("param_label"), **common)
+    log.info("figure %s -> %s", args.figure, args.png)
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -193,6 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", required=True, help="choices (read by the runs)")
     p.add_argument("--csv", required=True, help="every grid point and its score")
     p.set_defaults(func=_cmd_tune)
+
+    p = sub.add_parser("figure", help="draw one figure of a paper from its summary table")
+    p.add_argument("--paper", required=True, help="config/papers/<paper>.yaml")
+    p.add_argument("--figure", required=True, help="figure key in the paper's figures section")
+    p.add_argument("--summary", required=True, help="the experiment's summary .csv")
+    p.add_argument("--unavailable", default="{}", help="JSON {dataset: reason}")
+    p.add_argument("--png", required=True)
+    p.add_argument("--pdf", required=True)
+    p.set_defaults(func=_cmd_figure)
 
     p = sub.add_parser("info", help="versions, thread settings and known datasets")
     p.set_defaults(func=_cmd_info)

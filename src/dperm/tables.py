@@ -13,7 +13,7 @@ from scipy import stats
 
 from .files import write_text_atomic
 
-KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting",
+KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting", "sweep",
         "tuning", "dp_as_implemented"]
 METRICS = ["accuracy", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
 CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × repeats × draws, "
@@ -23,6 +23,7 @@ CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × 
 def summarise(records: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
     """One row per cell; for each metric ``<m>_mean``, ``<m>_std``, ``<m>_ci95``, ``<m>_n``."""
     rows = []
+    records = records.assign(sweep=records["sweep"].fillna(""))
     for key, group in records.groupby(KEYS, sort=False, dropna=False):
         row = dict(zip(KEYS, key))
         row["epsilon"] = group["epsilon"].iloc[0]

@@ -30,6 +30,7 @@ CODE = {
         "algorithms", "privacy", "protocol", "losses", "problem", "solvers", "cli"
     ),
     "tables": source_fingerprint("tables", "cli"),
+    "figures": source_fingerprint("figures", "experiments", "cli"),
 }
 
 MIRROR = resolve_mirror(config["data"]["mirror"])
@@ -180,9 +181,25 @@ def paper_tables(paper):
     ]
 
 
+def paper_figures(paper):
+    return [
+        f"figures/{paper}/{name}.{ext}"
+        for name in PAPERS[paper]["figures"]
+        for ext in ("png", "pdf")
+    ]
+
+
+def paper_outputs(paper):
+    return paper_tables(paper) + paper_figures(paper)
+
+
+def unavailable_json(datasets):
+    return json.dumps({d: UNAVAILABLE[d] for d in datasets if d in UNAVAILABLE}, sort_keys=True)
+
+
 def default_targets():
     datasets = [prepared(k) for k in configured_available_datasets()] + [
         "results/tables/datasets.csv",
         "results/tables/datasets.md",
     ]
-    return datasets + [t for paper in PAPERS for t in paper_tables(paper)]
+    return datasets + [t for paper in PAPERS for t in paper_outputs(paper)]

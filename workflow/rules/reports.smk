@@ -26,7 +26,38 @@ rule summary_table:
         " --title {params.title:q} > {log} 2>&1"
 
 
+rule figure:
+    input:
+        lambda wildcards: (
+            f"results/tables/{wildcards.paper}/"
+            f"{PAPERS[wildcards.paper]['figures'][wildcards.figure]['experiment']}.csv"
+        ),
+    output:
+        png=report(
+            "figures/{paper}/{figure}.png",
+            caption="../report/figure.rst",
+            category="{paper}",
+            subcategory="figures",
+        ),
+        pdf="figures/{paper}/{figure}.pdf",
+    params:
+        paper=lambda wildcards: paper_file(wildcards.paper),
+        spec=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper]["figures"][wildcards.figure]),
+        unavailable=lambda wildcards: unavailable_json(
+            PAPERS[wildcards.paper]["figures"][wildcards.figure].get("datasets", [])
+        ),
+        code=CODE["figures"],
+    log:
+        "logs/figures/{paper}/{figure}.log",
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm figure --paper {params.paper} --figure {wildcards.figure}"
+        " --summary {input} --unavailable {params.unavailable:q}"
+        " --png {output.png} --pdf {output.pdf} > {log} 2>&1"
+
+
 rule demo:
     """The walking skeleton: DP-SGD, NonPrivate and Majority on one small dataset."""
     input:
-        paper_tables("demo") if "demo" in PAPERS else [],
+        paper_outputs("demo") if "demo" in PAPERS else [],

@@ -1,0 +1,145 @@
+"""Figures from summary tables (:mod:`dperm.tables`): curves against ε and parameter sweeps.
+
+Every curve is a cell mean with its 95% confidence band; NonPrivate and Majority are horizontal
+lines; ε axes are logarithmic. An algorithm whose ε is computed (SGD-MA) is drawn at the mean
+ε its accountant reports. A dataset that could not be had gets a panel saying so, never a
+silently missing one. Reference variants and non-private tuning are named in the caption.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on servers and in CI
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .files import atomic_path  # noqa: E402
+
+BASELINES = {"nonprivate": ("NonPrivate", "black", "--"), "majority": ("Majority", "grey", ":")}
+METRIC_LABELS = {"accuracy": "test accuracy", "objective": "training objective (mean loss)",
+                 "opt_gap": "optimality gap", "excess_risk": "excess empirical risk"}
+MARKERS = "osD^vP*Xh<>"
+
+
+def _style(keys):
+    """A fixed colour and marker per algorithm key, in the order given."""
+    colours = plt.get_cmap("tab10").colors
+    return {k: (colours[i % 10], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
+
+
+def _x(rows: pd.DataFrame) -> np.ndarray:
+    """Target ε, or the computed ε where the setting is a step count (T<steps>)."""
+    computed = rows["setting"].astype(str).str.startswith("T").to_numpy()
+    return np.where(computed, rows["epsilon_spent_mean"], rows["epsilon"]).astype(float)
+
+
+def _epsilon_ticks(ax, data):
+    """Log ε axis with ticks at the target ε values, written plainly (0.05, 0.1, ... 1.6)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_xscale("log")
+    targets = sorted({float(e) for e in data["epsilon"] if np.isfinite(e)})
+    if targets:
+        ax.xaxis.set_major_locator(FixedLocator(targets))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def _unavailable(ax, dataset, reason):
+    ax.text(0.5, 0.5, f"{dataset}:\ndata unavailable offline", ha="center", va="center",
+            transform=ax.transAxes, fontsize=10, color="darkred", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(dataset)
+
+
+def _save(fig, png, pdf):
+    for path, fmt in ((png, "png"), (pdf, "pdf")):
+        with atomic_path(path, suffix=f".{fmt}") as tmp:
+            fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+
+
+def epsilon_figure(summary: pd.DataFrame, *, datasets, model, algorithms, png, pdf, title="",
+                   caption="", unavailable=None, metrics=("accuracy", "objective"), labels=None):
+    """Rows = metrics, columns = datasets; one line per algorithm key against ε."""
+    unavailable, labels = unavailable or {}, labels or {}
+    rows = summary[summary["model"] == model]
+    style = _style(algorithms)
+    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.6 * len(datasets), 3.0 * len(metrics)),
+                             squeeze=False, sharex="col")
+    for j, dataset in enumerate(datasets):
+        data = rows[rows["dataset"] == dataset]
+        for i, metric in enumerate(metrics):
+            ax = axes[i, j]
+            if dataset in unavailable or data.empty:
+                _unavailable(ax, dataset, unavailable.get(dataset, "no runs"))
+                continue
+            for key in algorithms:
+                cell = data[data["algorithm"] == key]
+                if key in BASELINES:
+                    if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
+                        continue
+                    name, colour, dash = BASELINES[key]
+                    ax.axhline(cell[f"{metric}_mean"].iloc[0], color=colour, ls=dash, lw=1.2, label=name)
+                    continue
+                cell = cell.assign(x=_x(cell)).sort_values("x")
+                if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
+                    continue
+                colour, marker = style[key]
+                mean, half = cell[f"{metric}_mean"].to_numpy(), cell[f"{metric}_ci95"].fillna(0).to_numpy()
+                ax.plot(cell["x"], mean, marker=marker, color=colour, lw=1.3, ms=4,
+                        label=labels.get(key, cell["label"].iloc[0]))
+                ax.fill_between(cell["x"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
+            _epsilon_ticks(ax, data)
+            if i == 0:
+                ax.set_title(dataset)
+            if i == len(metrics) - 1:
+                ax.set_xlabel("ε (log scale)")
+            if j == 0:
+                ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+            ax.grid(alpha=0.3, which="both", lw=0.5)
+    _legend_and_caption(fig, axes, title, caption)
+    _save(fig, png, pdf)
+
+
+def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption="",
+                 metrics=("accuracy", "objective"), param_label=None):
+    """One panel per metric; x = the swept hyper-parameter, one line per ε."""
+    rows = summary.copy()
+    rows["value"] = rows["sweep"].str.split("=", n=1).str[1].astype(float)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
+    style = _style(sorted(rows["epsilon"].unique()))
+    for j, metric in enumerate(metrics):
+        ax = axes[0, j]
+        for eps, group in rows.groupby("epsilon"):
+            group = group.sort_values("value")
+            colour, marker = style[eps]
+            mean, half = group[f"{metric}_mean"].to_numpy(), group[f"{metric}_ci95"].fillna(0).to_numpy()
+            ax.plot(group["value"], mean, marker=marker, color=colour, lw=1.3, ms=4, label=f"ε = {eps:g}")
+            ax.fill_between(group["value"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
+        ax.set_xlabel(param_label or param)
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+        ax.grid(alpha=0.3, lw=0.5)
+    _legend_and_caption(fig, axes, title, caption)
+    _save(fig, png, pdf)
+
+
+def _legend_and_caption(fig, axes, title, caption):
+    handles, labels = {}, {}
+    for ax in axes.flat:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            labels.setdefault(l, h)
+    handles = list(labels.values())
+    if handles:
+        fig.legend(handles, list(labels), loc="lower center", ncol=min(5, len(handles)), fontsize=8,
+                   frameon=False, bbox_to_anchor=(0.5, -0.02))
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0.08 + 0.03 * (len(handles) > 5), 1, 0.97 if title else 1))
+    if caption:
+        fig.text(0.5, -0.06 - 0.03 * (len(handles) > 5), caption, ha="center", va="top", fontsize=7.5,
+                 wrap=True, color="dimgray")
