@@ -93,7 +93,7 @@ class AlgorithmSpec:
         """Name for tables and legends, carrying the caveat of a reference variant."""
         if self.variant == "reference":
             tag = "reference, not DP as implemented" if not self.dp_as_implemented else "reference"
-            return f"{self.name} ({tag})"
+            return f"{self.name.removesuffix('-reference')} ({tag})"
         return self.name
 
 
