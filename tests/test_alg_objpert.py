@@ -161,8 +161,9 @@ def test_reference_variant_reproduces_dp_agd_obj_pert():
 
 
 def test_hinge_and_other_uncovered_losses_are_refused_by_the_correct_variant():
-    with pytest.raises(ValueError, match="huber-hinge"):
-        get_algorithm("objpert").fit(make_problem(Hinge()), Privacy(1.0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="huber-hinge"):  # without the smooth surrogate
+        get_algorithm("objpert").fit(make_problem(Hinge()), Privacy(1.0), np.random.default_rng(0),
+                                     huber_h=None)
     with pytest.raises(ValueError, match="globally Lipschitz"):
         get_algorithm("objpert").fit(make_problem(Squared()), Privacy(1.0), np.random.default_rng(0))
 
@@ -185,3 +186,24 @@ def test_negative_regularisation_is_refused():
     problem.l2 = -1e-3
     with pytest.raises(ValueError, match="l2"):
         get_algorithm("objpert").fit(problem, Privacy(1.0), np.random.default_rng(0))
+
+
+def test_svm_with_plain_hinge_trains_on_the_huberised_surrogate():
+    """The hinge model is accepted (trained on the Huberised hinge, noted); huber_h=None refuses it."""
+    import numpy as np
+    import pytest
+
+    from dperm.algorithms import Privacy, get_algorithm
+    from dperm.losses import Hinge
+    from dperm.problem import Problem
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4)) / 3
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    problem = Problem(X, y, Hinge(), l2=0.01)
+    for name in ("objpert", "outpert"):
+        fit = get_algorithm(name).fit
+        result = fit(problem, Privacy(1.0, 1e-6), np.random.default_rng(1))
+        assert any("Huberised hinge (h = 0.5)" in note for note in result.notes)
+        with pytest.raises(ValueError, match="huber-hinge"):
+            fit(problem, Privacy(1.0, 1e-6), np.random.default_rng(1), huber_h=None)

@@ -227,8 +227,9 @@ def test_negative_mu_and_unsupported_losses_are_refused():
     problem.l2 = -0.1  # bypasses Problem's own check
     with pytest.raises(ValueError, match="mu = l2 >= 0"):
         get_algorithm("outpert-gd").fit(problem, Privacy(1.0), np.random.default_rng(0))
-    with pytest.raises(ValueError, match="huber-hinge"):
-        get_algorithm("outpert").fit(_problem(Hinge()), Privacy(1.0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="huber-hinge"):  # without the smooth surrogate
+        get_algorithm("outpert").fit(_problem(Hinge()), Privacy(1.0), np.random.default_rng(0),
+                                     huber_h=None)
     with pytest.raises(ValueError, match="globally Lipschitz"):
         get_algorithm("outpert").fit(_problem(Squared()), Privacy(1.0), np.random.default_rng(0))
 

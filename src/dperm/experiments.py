@@ -8,7 +8,8 @@ Hyper-parameters of a cell, later entries winning: the algorithm's signature def
 paper's ``algorithms`` section < the experiment's ``hyper`` < the experiment's ``per_dataset`` <
 the swept value (parameter sweeps) < values chosen by the paper's non-private tuning run, which
 mark the cell ``tuning: non-private``. The model: the paper's ``models`` < the experiment's
-``model_overrides`` < tuned λ.
+``model_overrides`` < the algorithm's ``model_overrides`` (e.g. SGD-MA's λ = 0 for LR, as its
+reference code) < the experiment's ``per_dataset`` < tuned λ.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml
 from .protocol import format_epsilon
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "paper.schema.yaml"
-RESERVED = ("use", "profile", "label")
+RESERVED = ("use", "profile", "label", "model_overrides")
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ def cell_spec(paper: dict, cell: Cell, seed: int, tuned: dict | None = None) -> 
         sweep = f"{exp['sweep']['param']}={swept}"
     model = {"name": cell.model, **copy.deepcopy(paper["models"][cell.model])}
     model.update(exp["model_overrides"].get(cell.model, {}))
+    model.update(algo_cfg.get("model_overrides", {}).get(cell.model, {}))
     model.update(exp["per_dataset"].get(cell.dataset, {}).get("models", {}).get(cell.model, {}))
     tuning = "private"
     if uses_tuning(paper, cell.experiment, key):

@@ -48,11 +48,15 @@ def needed_profiles(paper: dict, experiment: str) -> set[str]:
 
 def _spec(paper, experiment, dataset, model, key, l2, hyper, epsilon, seed):
     exp = paper["experiments"][experiment]
-    algo = {k: v for k, v in paper["algorithms"].get(key, {}).items() if k not in ("use", "profile", "label")}
+    from .experiments import RESERVED
+
+    algo = {k: v for k, v in paper["algorithms"].get(key, {}).items() if k not in RESERVED}
     return {"paper": paper["paper"], "experiment": f"tuning-{experiment}", "dataset": dataset,
             "profile": experiment_profile(paper, experiment, key) if key in paper["algorithms"] else exp["profile"],
             "model": {"name": model, **copy.deepcopy(paper["models"][model]),
-                      **exp["model_overrides"].get(model, {}), "l2": float(l2)},
+                      **exp["model_overrides"].get(model, {}),
+                      **paper["algorithms"].get(key, {}).get("model_overrides", {}).get(model, {}),
+                      "l2": float(l2)},
             "algorithm": registered_name(paper, key) if key in paper["algorithms"] else key,
             "cell_algorithm": key, "hyper": {**algo, **hyper}, "epsilon": format_epsilon(epsilon),
             "delta": exp["delta"], "protocol": copy.deepcopy(paper["tuning"]["protocol"]),

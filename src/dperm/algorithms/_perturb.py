@@ -46,6 +46,24 @@ def enforce_row_bound(problem: Problem, row_bound: float) -> Problem:
     return Problem(problem.X * scale[:, None], y, problem.loss, problem.l2, norms * scale)
 
 
+def smooth_surrogate(problem: Problem, huber_h: float | None) -> tuple[Problem, list[str]]:
+    """The problem with a plain hinge replaced by the Huberised hinge of parameter h, and a note.
+
+    Objective and output perturbation need a smooth loss (their theorems assume it), so an SVM
+    is *trained* on the Huberised hinge (Chaudhuri et al. 2011 §3.4.2); the cell still reports
+    the model's own loss. ``huber_h=None`` keeps the hinge (then the smoothness check refuses it).
+    """
+    from ..losses import Hinge, HuberHinge
+
+    if huber_h is None or not isinstance(problem.loss, Hinge):
+        return problem, []
+    h = float(huber_h)
+    if not (math.isfinite(h) and 0 < h <= 1):
+        raise ValueError(f"huber_h must be in (0, 1]; got huber_h={huber_h!r}")
+    surrogate = Problem(problem.X, problem.y, HuberHinge(h=h), problem.l2, problem.row_norms)
+    return surrogate, [f"trained on the Huberised hinge (h = {h:g}); objective reported with the hinge"]
+
+
 def private_target(privacy, algorithm: str) -> tuple[float, float]:
     """(ε, δ) of ``privacy`` after checking ε is finite and > 0 and δ ∈ [0, 1)."""
     eps, delta = float(privacy.epsilon), float(privacy.delta)

@@ -44,6 +44,7 @@ import numpy as np
 from .. import solvers
 from . import _outpert_theory as theory
 from ._perturb import (
+    smooth_surrogate,
     check_regulariser,
     check_row_bound,
     draw_noise,
@@ -82,8 +83,9 @@ def _release(w_T, kind, scale, rng, draws):
 
 
 def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_bound, steps,
-                 learning_rate, lemma, gaussian):
+                 learning_rate, lemma, gaussian, huber_h):
     t0 = time.perf_counter()
+    problem, surrogate_notes = smooth_surrogate(problem, huber_h)
     eps, delta = private_target(privacy, name)
     mu = check_regulariser(problem, name)
     lemma = theory.resolve_lemma(lemma, mu)
@@ -91,7 +93,7 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
     L, beta_loss = smooth_glm_constants(problem, R, name)
     beta = beta_loss + mu
     n, p = problem.n, problem.p
-    notes = []
+    notes = list(surrogate_notes)
     if steps is None or learning_rate is None:
         D = _positive_float(solution_bound, "solution_bound", "D, a declared bound on ‖ŵ‖")
         args = dict(beta=beta, L=L, n=n, epsilon=eps, delta=delta, D=D, d=p)
@@ -130,28 +132,31 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
           "Theorem 2/3 schedule, public row bound enforced")
 def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
                    solution_bound: float = 1.0, steps: int | None = None,
-                   learning_rate: float | None = None, lemma: str = "auto", gaussian: str = "auto"):
+                   learning_rate: float | None = None, lemma: str = "auto", gaussian: str = "auto",
+                   huber_h: float | None = 0.5):
     """OutPert-GD with Zhang et al.'s theory parameters (Theorem 2 for μ > 0, 3 for μ = 0).
 
     ``row_bound`` R (enforced by clipping rows), ``solution_bound`` D ≥ ‖ŵ‖ (declared in config;
     used by the T formulas only), explicit ``steps``/``learning_rate`` override the theorem
     values, ``lemma`` ∈ {"auto", "convex", "strongly-convex", "best"}, ``gaussian`` ∈ {"auto",
-    "zhang", "zhao", "analytic"} (used when δ > 0).
+    "zhang", "zhao", "analytic"} (used when δ > 0), ``huber_h``: a plain-hinge SVM is trained on
+    the Huberised hinge with this h (:func:`._perturb.smooth_surrogate`).
     """
     return _fit_outpert(problem, privacy, rng, draws, name="outpert-gd", row_bound=row_bound,
                         solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
-                        lemma=lemma, gaussian=gaussian)
+                        lemma=lemma, gaussian=gaussian, huber_h=huber_h)
 
 
 @register("outpert", description="Lee & Kifer's OutPert baseline (T = 50, eta = 1) made correct: "
           "L from the enforced row bound, Lemma 2, valid Gaussian")
 def fit_outpert(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 50,
                 learning_rate: float = 1.0, row_bound: float = 1.0, lemma: str = "convex",
-                gaussian: str = "auto", solution_bound: float = 1.0):
-    """OutPert as Lee & Kifer run it (their code's T = 50, η = 1, Lemma 2), with true constants."""
+                gaussian: str = "auto", solution_bound: float = 1.0, huber_h: float | None = 0.5):
+    """OutPert as Lee & Kifer run it (their code's T = 50, η = 1, Lemma 2), with true constants
+    (a plain-hinge SVM trained on the Huberised hinge, ``huber_h``)."""
     return _fit_outpert(problem, privacy, rng, draws, name="outpert", row_bound=row_bound,
                         solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
-                        lemma=lemma, gaussian=gaussian)
+                        lemma=lemma, gaussian=gaussian, huber_h=huber_h)
 
 
 @register("outpert-reference", variant="reference", dp_as_implemented=False,
