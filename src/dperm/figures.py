@@ -48,12 +48,14 @@ def _epsilon_ticks(ax, data):
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
 
-def _unavailable(ax, dataset, reason):
-    ax.text(0.5, 0.5, f"{dataset}:\ndata unavailable offline", ha="center", va="center",
-            transform=ax.transAxes, fontsize=10, color="darkred", wrap=True)
+def _unavailable(ax, heading, reason):
+    """An explicit empty panel: the data could not be had (or no runs exist), never a gap."""
+    text = "data unavailable offline" if "unavailable" in reason else reason
+    ax.text(0.5, 0.5, f"{heading}:\n{text}", ha="center", va="center", transform=ax.transAxes,
+            fontsize=10, color="darkred", wrap=True)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(dataset)
+    ax.set_title(heading)
 
 
 def _save(fig, png, pdf):
@@ -63,20 +65,21 @@ def _save(fig, png, pdf):
     plt.close(fig)
 
 
-def epsilon_figure(summary: pd.DataFrame, *, datasets, model, algorithms, png, pdf, title="",
-                   caption="", unavailable=None, metrics=("accuracy", "objective"), labels=None):
-    """Rows = metrics, columns = datasets; one line per algorithm key against ε."""
+def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title="", caption="",
+                   unavailable=None, metrics=("accuracy", "objective"), labels=None):
+    """Rows = metrics, columns = (dataset, model) panels; one line per algorithm key against ε."""
     unavailable, labels = unavailable or {}, labels or {}
-    rows = summary[summary["model"] == model]
     style = _style(algorithms)
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.6 * len(datasets), 3.0 * len(metrics)),
+    models = {m for _, m in panels}
+    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(3.6 * len(panels), 3.0 * len(metrics)),
                              squeeze=False, sharex="col")
-    for j, dataset in enumerate(datasets):
-        data = rows[rows["dataset"] == dataset]
+    for j, (dataset, model) in enumerate(panels):
+        data = summary[(summary["dataset"] == dataset) & (summary["model"] == model)]
+        heading = dataset if len(models) == 1 else f"{dataset}, {model}"
         for i, metric in enumerate(metrics):
             ax = axes[i, j]
             if dataset in unavailable or data.empty:
-                _unavailable(ax, dataset, unavailable.get(dataset, "no runs"))
+                _unavailable(ax, heading, unavailable.get(dataset, "no runs"))
                 continue
             for key in algorithms:
                 cell = data[data["algorithm"] == key]
@@ -96,7 +99,7 @@ def epsilon_figure(summary: pd.DataFrame, *, datasets, model, algorithms, png, p
                 ax.fill_between(cell["x"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
             _epsilon_ticks(ax, data)
             if i == 0:
-                ax.set_title(dataset)
+                ax.set_title(heading)
             if i == len(metrics) - 1:
                 ax.set_xlabel("ε (log scale)")
             if j == 0:

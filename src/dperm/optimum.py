@@ -22,8 +22,14 @@ from .protocol import build_problem, make_splits, split_seed
 COLUMNS = ["fold", "repeat", "F_star", "F_gap_bound", "F_grad_norm", "L_star", "L_grad_norm", "certified"]
 
 
+NONSMOOTH_FTOL = 1e-10
+
+
 def _solve(problem, gtol: float):
-    res = solvers.lbfgs(problem, np.zeros(problem.p), gtol=gtol)
+    """L-BFGS to ‖∇F‖ ≤ gtol; a non-smooth loss (hinge) stops on relative decrease instead."""
+    smooth = getattr(problem.loss, "smooth", False)
+    res = solvers.lbfgs(problem, np.zeros(problem.p), gtol=gtol, ftol=0.0 if smooth else NONSMOOTH_FTOL,
+                        max_iter=20_000 if smooth else 5_000)
     return float(res.fun), float(res.gap_bound), float(res.grad_norm)
 
 

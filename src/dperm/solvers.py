@@ -90,7 +90,7 @@ def certificate(grad_norm, mu, x=None, radius=None):
     return np.inf, np.inf
 
 
-def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, max_iter=20_000,
+def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, ftol=0.0, max_iter=20_000,
           maxcor=30, radius=None, polish=True):
     """Minimise F with scipy's L-BFGS-B and certify the answer (reference optimum for metrics).
 
@@ -105,6 +105,9 @@ def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, max_iter=2
     certified beyond stationarity and ``gap_bound`` is inf. ``n_grad_evals`` = scipy's function
     evaluations + polishing gradients and HVPs (one HVP ≈ one gradient) + the certifying one.
     ``success`` means the gradient test was met; the certificate is reported either way.
+    ``ftol`` > 0 also stops on scipy's relative-decrease test: the only workable stop for a
+    non-smooth objective (the hinge), whose (sub)gradient never vanishes; such an answer is a good
+    point, not a certified optimum.
     """
     value_and_grad, _ = _objective(fun, jac)
     x = _start(fun, x0)
@@ -112,7 +115,7 @@ def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, max_iter=2
         raise ValueError("lbfgs solves one draw at a time (x0 must be 1-D)")
     mu = (getattr(fun, "strong_convexity", 0.0) if mu is None else mu) or 0.0
     options = {"maxiter": max_iter, "maxfun": 2 * max_iter, "maxcor": maxcor,
-               "ftol": 0.0, "gtol": gtol / np.sqrt(x.size)}
+               "ftol": ftol, "gtol": gtol / np.sqrt(x.size)}
     t0 = time.perf_counter()
     res = minimize(value_and_grad, x, jac=True, method="L-BFGS-B", options=options)
     x, evals = res.x, res.nfev

@@ -24,13 +24,14 @@ validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 # Rules rerun when the dperm code they run changes (a params value, see dperm.fingerprint).
 CODE = {
-    "data": source_fingerprint("datasets", "files", "cli"),
-    "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers", "cli"),
+    "data": source_fingerprint("datasets", "files"),
+    "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers"),
     "runs": source_fingerprint(
-        "algorithms", "privacy", "protocol", "losses", "problem", "solvers", "cli"
+        "algorithms", "privacy", "protocol", "losses", "problem", "solvers"
     ),
-    "tables": source_fingerprint("tables", "cli"),
-    "figures": source_fingerprint("figures", "experiments", "cli"),
+    "tables": source_fingerprint("tables"),
+    "figures": source_fingerprint("figures", "experiments"),
+    "papers": source_fingerprint("papers", "losses"),
 }
 
 MIRROR = resolve_mirror(config["data"]["mirror"])
@@ -121,6 +122,15 @@ def cell_spec(wildcards, tuned=None):
     return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"], tuned)
 
 
+def cell_spec_param(wildcards, input):
+    """The cell spec as JSON; a placeholder while the tune checkpoint has not run yet (Snakemake
+    re-evaluates the job, and this param, once the checkpoint's output exists)."""
+    tuned = tuned_values(input)
+    if tuned is None and experiments.cell_uses_tuning(PAPERS[wildcards.paper], cell_of(wildcards)):
+        return "pending: waits for the tune checkpoint"
+    return experiments.dumps(cell_spec(wildcards, tuned))
+
+
 def cell_inputs(wildcards):
     """A cell's prepared data, its tuning choices (if it uses any; the tune checkpoint must run
     first) and, for convex models, the optima of its splits at its λ."""
@@ -191,6 +201,13 @@ def paper_figures(paper):
 
 def paper_outputs(paper):
     return paper_tables(paper) + paper_figures(paper)
+
+
+def figure_datasets(paper, figure):
+    spec = PAPERS[paper]["figures"][figure]
+    if "panels" in spec:
+        return [p["dataset"] for p in spec["panels"]]
+    return spec.get("datasets", PAPERS[paper]["experiments"][spec["experiment"]]["datasets"])
 
 
 def unavailable_json(datasets):

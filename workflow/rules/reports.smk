@@ -44,7 +44,7 @@ rule figure:
         paper=lambda wildcards: paper_file(wildcards.paper),
         spec=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper]["figures"][wildcards.figure]),
         unavailable=lambda wildcards: unavailable_json(
-            PAPERS[wildcards.paper]["figures"][wildcards.figure].get("datasets", [])
+            figure_datasets(wildcards.paper, wildcards.figure)
         ),
         code=CODE["figures"],
     log:

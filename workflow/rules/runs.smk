@@ -53,7 +53,7 @@ rule run_cell:
     output:
         "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
     params:
-        spec=lambda wildcards, input: experiments.dumps(cell_spec(wildcards, tuned_values(input))),
+        spec=cell_spec_param,
         optimum=lambda wildcards, input: (
             f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
         ),

@@ -1,0 +1,1 @@
+"""Analyses specific to one paper (tables that are not grids of cells, and claims checks)."""
