@@ -167,51 +167,6 @@ def _cmd_figure(args) -> None:
     log.info("figure %s -> %s", args.figure, args.png)
 
 
-def _write_table(frame, csv_path, md_path, note: str) -> None:
-    from .files import write_text_atomic
-
-    write_text_atomic(csv_path, frame.to_csv(index=False))
-    shown = frame.astype(object).where(frame.notna(), "")  # an empty cell, not "nan", where unknown
-    write_text_atomic(md_path, note.strip() + "\n\n" + shown.to_markdown(index=False, floatfmt=".5g") + "\n")
-
-
-def _cmd_lee2018(args) -> None:
-    import pandas as pd
-
-    from .papers import lee2018
-
-    if args.what == "table1":
-        from .datasets.prepare import load_prepared
-        from .experiments import load_paper
-
-        cfg = load_paper(args.paper)["analyses"]["table1"]
-        arrays, _ = load_prepared(args.inputs[0])
-        ours = lee2018.noisy_gd_table(arrays["X"], arrays["y01"].astype(float), steps=cfg["steps"],
-                                      learning_rate=cfg["learning_rate"], noise_norm=cfg["noise_norm"],
-                                      runs=cfg["runs"], seed=cfg["seed"])
-        published = pd.read_csv(args.inputs[1], comment="#")
-        note = (f"Table 1 (Lee & Kifer 2018): noisy full-batch gradient descent on Adult's mean logistic "
-                f"loss, noise of fixed size sqrt(E||Y||^2) = {cfg['noise_norm']}, step size {cfg['learning_rate']} "
-                f"(chosen to fit the published objective column, spec decision Q4), mean of {cfg['runs']} runs. "
-                f"Our Adult encoding has {arrays['X'].shape[1]} coordinates (the paper's a9a file: 124), so the "
-                f"columns differ in level; the pattern (the noisy norm stays near the noise size while the "
-                f"objective keeps falling) is what the table illustrates. {lee2018.PUBLISHED_NOTE}.")
-        _write_table(lee2018.table1(ours, published), args.csv, args.md, note)
-    elif args.what == "table2":
-        table = lee2018.table2(pd.read_csv(args.inputs[0]))
-        note = ("Table 2 (Lee & Kifer 2018): dataset characteristics, ours beside the paper's. dim = model "
-                "coordinates including the bias. Adult is our own encoding of the raw UCI files (rows with "
-                "missing values dropped); BANK and IPUMS-BR are the authors' files; KDDCup99 is the 10% file.")
-        _write_table(table, args.csv, args.md, note)
-    else:
-        summary = pd.concat([pd.read_csv(p) for p in args.inputs], ignore_index=True)
-        note = ("Claims of Lee & Kifer 2018 tested on our Figure 2 and 3 numbers. 'Competitive' means "
-                "within 0.5 percentage points of, or with a 95% interval overlapping, the best other private "
-                "algorithm at the same or smaller epsilon (SGD-MA at the epsilon its accountant computes).")
-        _write_table(lee2018.claims(summary), args.csv, args.md, note)
-    log.info("lee2018 %s -> %s", args.what, args.csv)
-
-
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -222,6 +177,25 @@ def _cmd_info(args) -> None:
     print(f"dperm {__version__}; numpy {numpy.__version__}; scipy {scipy.__version__}; python {sys.version.split()[0]}")
     print("threads: " + " ".join(f"{v}={os.environ.get(v, '')}" for v in THREAD_VARS))
     print("datasets: " + ", ".join(DATASET_KEYS))
+
+
+def paper_modules():
+    """Paper-specific modules (dperm.papers.*) that add their own sub-commands via ``add_cli``."""
+    import importlib
+    import pkgutil
+
+    from . import papers
+
+    return [importlib.import_module(f"{papers.__name__}.{m.name}") for m in pkgutil.iter_modules(papers.__path__)]
+
+
+def write_table(frame, csv_path, md_path, note: str) -> None:
+    """A table as CSV and as Markdown with a note above it (empty cells where a value is unknown)."""
+    from .files import write_text_atomic
+
+    write_text_atomic(csv_path, frame.to_csv(index=False))
+    shown = frame.astype(object).where(frame.notna(), "")
+    write_text_atomic(md_path, note.strip() + "\n\n" + shown.to_markdown(index=False, floatfmt=".5g") + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,14 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pdf", required=True)
     p.set_defaults(func=_cmd_figure)
 
-    p = sub.add_parser("lee2018", help="Lee & Kifer 2018 tables 1 and 2 and the claims check")
-    p.add_argument("what", choices=["table1", "table2", "claims"])
-    p.add_argument("inputs", nargs="+", help="table1: adult .npz, published .csv; table2: datasets.csv; "
-                                             "claims: fig2 and fig3 summary .csv")
-    p.add_argument("--paper", default="config/papers/lee2018.yaml")
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
-    p.set_defaults(func=_cmd_lee2018)
+    for module in paper_modules():
+        module.add_cli(sub)
 
     p = sub.add_parser("info", help="versions, thread settings and known datasets")
     p.set_defaults(func=_cmd_info)
@@ -305,13 +273,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    # Pin the thread pools before anything (the paper modules the full parser discovers import
+    # numpy) is loaded: a minimal parser reads --threads first.
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--threads", type=int, default=1)
+    threads = pre.parse_known_args(argv)[0].threads
+    if threads < 1:
+        print(f"dperm: --threads must be >= 1, got {threads}", file=sys.stderr)
+        return 2
+    pin_threads(threads)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if args.threads < 1:
-        print(f"dperm: --threads must be >= 1, got {args.threads}", file=sys.stderr)
-        return 2
-    pin_threads(args.threads)
     from .datasets.fetch import FetchError
     from .files import DataFileError
 
