@@ -148,10 +148,14 @@ def uses_tuning(paper: dict, experiment: str, algorithm: str) -> bool:
     return algorithm in tuned_algorithms
 
 
-def cell_uses_tuning(paper: dict, cell: Cell) -> bool:
+def base_key(paper: dict, cell: Cell) -> str:
+    """The paper's algorithm key of a cell (a sweep key such as dp-agd-splits20 -> dp-agd)."""
     exp = paper["experiments"][cell.experiment]
-    key = _sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))[0]
-    return uses_tuning(paper, cell.experiment, key)
+    return _sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))[0]
+
+
+def cell_uses_tuning(paper: dict, cell: Cell) -> bool:
+    return uses_tuning(paper, cell.experiment, base_key(paper, cell))
 
 
 def cell_spec(paper: dict, cell: Cell, seed: int, tuned: dict | None = None) -> dict:

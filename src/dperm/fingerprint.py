@@ -4,12 +4,14 @@ reruns when the code it runs changes (Snakemake's own "code" trigger only sees `
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 
 
+@functools.lru_cache(maxsize=None)
 def source_fingerprint(*parts: str) -> str:
     """sha256 (first 16 hex digits) over the ``.py`` files of the named modules/subpackages."""
     digest = hashlib.sha256()
@@ -21,3 +23,40 @@ def source_fingerprint(*parts: str) -> str:
         for f in files:
             digest.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+SHARED_RUN_CODE = ("privacy", "protocol", "losses", "problem", "solvers", "algorithms/base",
+                   "algorithms/registry")
+
+
+def _algorithm_modules(module_name: str) -> set[str]:
+    """The algorithm-package modules ``module_name`` uses, transitively (via its globals)."""
+    import inspect
+    import sys
+
+    package = module_name.rsplit(".", 1)[0]
+    seen, todo = set(), [module_name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for value in vars(sys.modules[name]).values():
+            used = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+            if isinstance(used, str) and used.startswith(package + ".") and used in sys.modules:
+                todo.append(used)
+    return seen
+
+
+@functools.lru_cache(maxsize=None)
+def algorithm_fingerprint(*names: str) -> str:
+    """Fingerprint of the code the named registered algorithms run: their modules and the
+    algorithm-package modules those import (transitively), plus the shared numerical core.
+    Editing one algorithm's module then reruns only the cells that run that code."""
+    import sys
+
+    from .algorithms import get_algorithm
+
+    modules = set().union(*(_algorithm_modules(get_algorithm(n).fit.__module__) for n in names))
+    parts = [str(Path(sys.modules[m].__file__).relative_to(PACKAGE).with_suffix("")) for m in sorted(modules)]
+    return source_fingerprint(*SHARED_RUN_CODE, *parts)

@@ -27,6 +27,13 @@ from .experiments import experiment_profile, registered_name
 from .protocol import format_epsilon, run_cell
 
 
+def tuned_algorithms(paper: dict) -> list[str]:
+    """Registered algorithms the tuning grid runs (NonPrivate for λ, each hyper block's own)."""
+    tuning = paper["tuning"]
+    keys = (["nonprivate"] if "l2" in tuning else []) + [b["algorithm"] for b in tuning.get("hyper", [])]
+    return [registered_name(paper, k) if k in paper["algorithms"] else k for k in keys]
+
+
 def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
     """(dataset, model, experiment) for every pair the tuned experiments use (first experiment wins)."""
     seen, out = set(), []

@@ -14,7 +14,7 @@ sys.path.insert(0, SRC)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])))
 
 from dperm import experiments
-from dperm.fingerprint import source_fingerprint
+from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
 from dperm.datasets import registry
 from dperm.datasets.fetch import resolve_mirror
 from dperm.datasets.prepare import availability
@@ -26,9 +26,6 @@ validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 CODE = {
     "data": source_fingerprint("datasets", "files"),
     "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers"),
-    "runs": source_fingerprint(
-        "algorithms", "privacy", "protocol", "losses", "problem", "solvers"
-    ),
     "tables": source_fingerprint("tables"),
     "figures": source_fingerprint("figures", "experiments"),
     "papers": source_fingerprint("papers", "losses"),
@@ -122,6 +119,18 @@ def cell_spec(wildcards, tuned=None):
     return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"], tuned)
 
 
+def cell_code(wildcards):
+    """Fingerprint of the code a cell runs (its algorithm's module and the shared core)."""
+    paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
+    return algorithm_fingerprint(experiments.registered_name(paper, experiments.base_key(paper, cell)))
+
+
+def tuning_code(wildcards):
+    from dperm.tuning import tuned_algorithms
+
+    return algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
+
+
 def cell_spec_param(wildcards, input):
     """The cell spec as JSON; a placeholder while the tune checkpoint has not run yet (Snakemake
     re-evaluates the job, and this param, once the checkpoint's output exists)."""
@@ -137,7 +146,9 @@ def cell_inputs(wildcards):
     paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
     inputs, tuned = {}, None
     if experiments.cell_uses_tuning(paper, cell):
-        inputs["tuning"] = checkpoints.tune.get(paper=wildcards.paper).output.json
+        inputs["tuning"] = checkpoints.tune.get(
+            paper=wildcards.paper, dataset=wildcards.dataset
+        ).output.json
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     spec = experiments.cell_spec(paper, cell, config["seed"], tuned)
     inputs["data"] = prepared(spec["dataset"], spec["profile"])
@@ -160,7 +171,7 @@ def optimum_spec_json(wildcards):
 
 
 def tuning_data(wildcards):
-    """Prepared files the tuning grid of a paper runs on (available datasets only)."""
+    """Prepared files the tuning grid of one dataset of a paper runs on."""
     from dperm.tuning import needed_profiles, tuning_jobs
 
     paper = PAPERS[wildcards.paper]
@@ -168,7 +179,7 @@ def tuning_data(wildcards):
         {
             prepared(dataset, profile)
             for dataset, model, experiment in tuning_jobs(paper)
-            if dataset_available(dataset)
+            if dataset == wildcards.dataset
             for profile in needed_profiles(paper, experiment)
         }
     )

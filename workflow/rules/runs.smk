@@ -2,14 +2,14 @@
 
 
 checkpoint tune:
-    """Non-private hyper-parameter selection (see dperm.tuning); cells that use its choices
-    are marked tuning: non-private."""
+    """Non-private hyper-parameter selection for one dataset (see dperm.tuning); cells that use
+    its choices are marked tuning: non-private."""
     input:
         tuning_data,
     output:
-        json="results/tuning/{paper}.json",
+        json="results/tuning/{paper}/{dataset}.json",
         csv=report(
-            "results/tuning/{paper}.csv",
+            "results/tuning/{paper}/{dataset}.csv",
             caption="../report/tuning.rst",
             category="{paper}",
             subcategory="tuning (non-private)",
@@ -18,9 +18,9 @@ checkpoint tune:
         paper=lambda wildcards: paper_file(wildcards.paper),
         grid=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper].get("tuning", {})),
         seed=config["seed"],
-        code=CODE["runs"],
+        code=tuning_code,
     log:
-        "logs/tune/{paper}.log",
+        "logs/tune/{paper}/{dataset}.log",
     threads: 1
     conda:
         "../envs/dperm.yaml"
@@ -57,7 +57,7 @@ rule run_cell:
         optimum=lambda wildcards, input: (
             f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
         ),
-        code=CODE["runs"],
+        code=cell_code,
     log:
         "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
     threads: 1
