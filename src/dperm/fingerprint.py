@@ -31,9 +31,11 @@ SHARED_RUN_CODE = ("privacy", "protocol", "losses", "problem", "solvers", "algor
 
 def _algorithm_modules(module_name: str) -> set[str]:
     """The algorithm-package modules ``module_name`` uses, transitively (via its globals)."""
+    import importlib
     import inspect
     import sys
 
+    importlib.import_module(module_name)
     package = module_name.rsplit(".", 1)[0]
     seen, todo = set(), [module_name]
     while todo:
