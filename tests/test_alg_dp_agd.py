@@ -1,0 +1,273 @@
+"""DP-AGD (Lee & Kifer 2018; spec §2.1): candidate scores, budget accounting, GradAvg, the
+reference-code variant, and an end-to-end audit showing the NoisyMin sign flaw (spec §5 P1)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+from dperm.algorithms import dp_agd, dp_agd_primitives
+from dperm.algorithms.base import Privacy
+from dperm.algorithms.dp_agd_scores import CandidateScorer, candidate_grid, naive_candidate_scores
+from dperm.algorithms.registry import get_algorithm
+from dperm.losses import Hinge, HuberHinge, Logistic
+from dperm.privacy import audit_outputs, noisy_max_scale, report_noisy_min, zcdp_from_dp
+from dperm.problem import Problem
+
+# the registered defaults of the correct variant
+HYPER = {k: p.default for k, p in inspect.signature(dp_agd.fit_dp_agd).parameters.items()
+         if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def synthetic(n=2000, seed=0, loss=None, l2=0.0):
+    """Bias + 4 features in [0, 1], labels from a logistic model with a clear signal."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.random((n, 4))])
+    y01 = (rng.random(n) < 1.0 / (1.0 + np.exp(-2.0 * X @ [-2.0, 3.0, -3.0, 2.0, 1.0]))).astype(float)
+    loss = loss or Logistic()
+    y = y01 if loss.labels == "01" else 2.0 * y01 - 1.0
+    return Problem(X, y, loss, l2)
+
+
+def run(problem, eps, seed, sem=dp_agd.CORRECT, delta=1e-8, **hyper):
+    return dp_agd.run_once(problem, Privacy(eps, delta), np.random.default_rng(seed), sem, **{**HYPER, **hyper})
+
+
+# -- candidate scores ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5)],
+                         ids=["logistic01", "logistic-pm1", "hinge", "huber-hinge"])
+@pytest.mark.parametrize("n", [3001, 40])  # the chunked path and the small-n path
+def test_fast_candidate_scores_equal_the_naive_per_candidate_sums(loss, n):
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.ones(n), rng.random((n, 5))])
+    X[:3] = 0.0  # rows whose loss does not depend on w
+    X[3:6] = [[1000.0, 0, 0, 0, 0, 0]] * 3  # margins of ±1000·w_0: beyond ±700 for scale ≥ 1
+    y01 = (rng.random(n) < 0.4).astype(float)
+    problem = Problem(X, y01 if loss.labels == "01" else 2 * y01 - 1, loss)
+    for clip, alpha_max, scale in [(3.0, 2.0, 1.0), (0.5, 0.3, 3.0), (50.0, 7.0, 0.1)]:
+        w, d = rng.normal(0, scale, 6), rng.normal(size=6)
+        w[0] = scale
+        d /= np.linalg.norm(d)
+        scorer = CandidateScorer(loss, clip, 20)
+        scorer.set_rows(problem.y)
+        fast = scorer.scores(X @ w, X @ d, alpha_max)
+        naive = naive_candidate_scores(problem, w, d, candidate_grid(alpha_max, 20), clip)
+        np.testing.assert_allclose(fast, naive, rtol=1e-12, atol=1e-12 * n * clip)
+
+
+def test_hinge_scores_with_kinks_exactly_on_grid_points_and_flat_rows():
+    # margins s·z = z0 − Φ_k zd cross 1 and 1 − C exactly at grid indices; zd = 0 rows are flat
+    z0 = np.array([1.0, 2.0, -1.0, 1.5, 0.0, 5.0, -4.0])
+    zd = np.array([0.5, 1.0, -0.5, 0.0, 0.0, 2.5, 0.0])
+    y = np.ones(7)
+    scorer = CandidateScorer(Hinge(), 3.0, 20)
+    scorer.set_rows(y)
+    phis = candidate_grid(4.0, 20)
+    expected = np.clip(1.0 - (z0[None, :] - phis[:, None] * zd[None, :]), 0.0, 3.0).sum(axis=1)
+    np.testing.assert_allclose(scorer.scores(z0, zd, 4.0), expected, rtol=1e-13, atol=1e-13)
+
+
+def test_scores_of_an_empty_batch_are_zero():
+    scorer = CandidateScorer(Logistic(), 3.0, 20)
+    scorer.set_rows(np.empty(0))
+    assert np.array_equal(scorer.scores(np.empty(0), np.empty(0), 2.0), np.zeros(21))
+
+
+# -- budget ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("eps,seed", [(0.1, 0), (0.8, 1), (3.0, 2)])
+def test_correct_variant_never_spends_more_than_its_budget(eps, seed):
+    problem = synthetic(n=500, seed=seed)
+    trace = run(problem, eps, seed, splits=20)
+    budget = zcdp_from_dp(eps, 1e-8)
+    charged = [rho for _, rho in trace.ledger]
+    assert trace.rho_spent <= budget and math.fsum(charged) <= budget * (1 + 1e-12)
+    # it stopped because the next primitive did not fit, not early
+    assert budget - trace.rho_spent < trace.settings["rho_nmax"] + trace.rho_ng
+    kinds = [what for what, _ in trace.ledger]
+    assert kinds.count("noisy min") == trace.noisy_min_calls
+    assert kinds.count("gradient averaging") == trace.grad_avg_calls
+    # one gradient per started iteration: every accepted one, plus possibly the unfinished last
+    assert kinds.count("noisy gradient") - len(trace.applied) in (0, 1)
+    assert not any("again" in k for k in kinds)
+
+
+def test_reference_variant_charges_twice_and_stops_when_the_remainder_goes_negative():
+    problem = synthetic(n=500, seed=3)
+    trace = run(problem, 0.8, 3, sem=dp_agd.REFERENCE, splits=20)
+    kinds = [what for what, _ in trace.ledger]
+    assert kinds.count("noisy gradient (charged again)") == len(trace.applied) > 0
+    remaining, updates_ok = trace.settings["rho_budget"], []
+    for what, rho in trace.ledger:
+        remaining -= rho
+        if what == "noisy min":
+            last_nmax_left = remaining
+        if what.endswith("again"):  # an update was released: the preceding NoisyMin fitted
+            updates_ok.append(last_nmax_left >= 0)
+    assert all(updates_ok)
+    assert remaining <= 0.0  # the loop ran until the running remainder was used up
+    assert trace.rho_spent > trace.settings["rho_budget"]  # the code's ledger overdraws its budget
+    # D1: the reference applies the step of the candidate before the chosen one
+    phis = candidate_grid(2.0, 20)
+    assert trace.applied[0] == phis[trace.chosen[0] - 1]
+    correct = run(problem, 0.8, 3, splits=20)
+    assert correct.applied[0] == phis[correct.chosen[0]]
+
+
+# -- GradAvg -----------------------------------------------------------------------------------------
+
+def test_grad_avg_running_estimate_has_the_variance_of_one_measurement_at_the_total_budget():
+    rng = np.random.default_rng(5)
+    reps, p, sens, rho0 = 40_000, 3, 3.0, 0.01
+    g = np.array([1.0, -2.0, 0.5])
+    first = g + rng.normal(0.0, sens / math.sqrt(2 * rho0), size=(reps, p))
+    running, with_first, rho = first, first, rho0
+    for _ in range(4):  # four consecutive failures, ρ_ng ← 1.1 ρ_ng each time
+        new = 1.1 * rho
+        running = dp_agd.grad_avg(running, rho, new, g, sens, rng)
+        with_first = dp_agd.grad_avg(first, rho, new, g, sens, rng)
+        rho = new
+    target = sens**2 / (2 * rho)
+    np.testing.assert_allclose(running.mean(axis=0), g, atol=6 * math.sqrt(target / reps))
+    assert running.var(axis=0) == pytest.approx(np.full(p, target), rel=0.03)
+    assert np.all(with_first.var(axis=0) > 1.2 * target)  # the code's average discards information
+
+
+@pytest.mark.parametrize("sem", [dp_agd.CORRECT, dp_agd.REFERENCE], ids=["correct", "reference"])
+def test_grad_avg_is_fed_the_running_estimate_or_the_code_s_first_measurement(sem, monkeypatch):
+    calls = []
+
+    def spy(estimate, *args):
+        out = dp_agd_primitives.grad_avg(estimate, *args)
+        calls.append((estimate, out))
+        return out
+
+    monkeypatch.setattr(dp_agd, "grad_avg", spy)
+    # exp_dec < 1 favours the step 0, so GradAvg often runs several times in a row
+    run(synthetic(n=500), 1.0, 7, sem=sem, splits=20, exp_dec=0.2)
+    inputs = [id(e) for e, _ in calls]
+    chained = sum(calls[j][0] is calls[j - 1][1] for j in range(1, len(calls)))
+    repeated = len(inputs) - len(set(inputs))
+    assert len(calls) > 10
+    if sem is dp_agd.CORRECT:  # each GradAvg refines the previous estimate
+        assert chained >= 5 and repeated == 0
+    else:  # every GradAvg of an iteration restarts from the same first measurement
+        assert chained == 0 and repeated >= 5
+
+
+# -- determinism, draws, mini-batches, validation --------------------------------------------------
+
+@pytest.mark.parametrize("name", ["dp-agd", "dp-agd-reference"])
+def test_same_seed_same_weights_and_draws_are_independent_releases(name):
+    problem = synthetic(n=400, seed=4, l2=1e-3)
+    fit = get_algorithm(name).fit
+    a = fit(problem, Privacy(0.5, 1e-8), np.random.default_rng(11), draws=3, splits=20)
+    b = fit(problem, Privacy(0.5, 1e-8), np.random.default_rng(11), draws=3, splits=20)
+    assert np.array_equal(a.weights, b.weights) and a.weights.shape == (3, 5)
+    assert len({tuple(w) for w in a.weights}) == 3
+    assert a.epsilon_spent == 0.5 and a.adjacency == "add-remove"
+    assert a.extra["noisy_min_calls"].shape == (3,) and np.all(a.iterations > 0)
+
+
+@pytest.mark.parametrize("name,sampling,grad_factor,scale_factor", [
+    ("dp-agd", "poisson", 1.0, 1.0), ("dp-agd", "fixed", 2.0, 2.0),
+    ("dp-agd-reference", "fixed", 1.0, 1.0)])
+def test_mini_batch_sensitivities(name, sampling, grad_factor, scale_factor, monkeypatch):
+    used = []
+
+    def spy(scores, *, sensitivity, epsilon, rng, monotone=False, noise="exponential"):
+        used.append(noisy_max_scale(sensitivity, epsilon, monotone=monotone))
+        return report_noisy_min(scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng,
+                                monotone=monotone, noise=noise)
+
+    monkeypatch.setattr(dp_agd, "report_noisy_min", spy)
+    problem = synthetic(n=3000, seed=6)
+    res = get_algorithm(name).fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(0),
+                                  batch_size=300, batch_sampling=sampling, splits=20)
+    eps_nmax = 1.0 / 40
+    assert res.extra["grad_sensitivity"] == grad_factor * 3.0
+    assert res.extra["noisy_min_scale"] == pytest.approx(scale_factor * 3.0 / eps_nmax)
+    if name == "dp-agd":  # the scale NoisyMin really used
+        assert used and np.allclose(used, scale_factor * 3.0 / eps_nmax)
+    assert res.grad_evals[0] == pytest.approx(0.1 * (res.extra["noisy_min_calls"][0]
+                                                     - res.extra["grad_avg_calls"][0]), rel=0.1)
+
+
+def test_exp_dec_above_one_raises_the_noisy_min_sensitivity_of_the_correct_variant():
+    problem = synthetic(n=200)
+    res = get_algorithm("dp-agd").fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(0), exp_dec=1.5,
+                                      splits=5)
+    assert res.extra["noisy_min_scale"] == pytest.approx(1.5 * 3.0 * 10)
+
+
+@pytest.mark.parametrize("bad", [dict(grad_clip=0.0), dict(splits=-1), dict(batch_size=0),
+                                 dict(batch_size=10**6), dict(batch_sampling="bernoulli"),
+                                 dict(exp_dec=-1.0), dict(n_steps=0), dict(step_cap=0.0),
+                                 dict(init=[0.0, 1.0])])
+def test_bad_hyper_parameters_are_rejected(bad):
+    with pytest.raises(ValueError):
+        get_algorithm("dp-agd").fit(synthetic(n=50), Privacy(1.0, 1e-8), np.random.default_rng(0), **bad)
+
+
+@pytest.mark.parametrize("privacy", [Privacy(math.inf), Privacy(1.0, 0.0)])
+def test_dp_agd_needs_a_finite_epsilon_and_a_positive_delta(privacy):
+    with pytest.raises(ValueError, match="finite epsilon"):
+        get_algorithm("dp-agd-reference").fit(synthetic(n=50), privacy, np.random.default_rng(0))
+
+
+def test_registry_labels_the_reference_variant():
+    correct, reference = get_algorithm("dp-agd"), get_algorithm("dp-agd-reference")
+    assert correct.variant == "correct" and correct.dp_as_implemented
+    assert reference.variant == "reference" and not reference.dp_as_implemented
+    assert "P1" in reference.caveat and "not DP" in reference.label
+
+
+# -- utility ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=["logistic", "hinge"])
+def test_large_epsilon_gets_close_to_the_non_private_optimum(loss):
+    problem = synthetic(n=2000, seed=0, loss=loss)
+    best = get_algorithm("nonprivate").fit(problem, Privacy(math.inf), np.random.default_rng(0)).weights[0]
+    res = get_algorithm("dp-agd").fit(problem, Privacy(20.0, 1e-8), np.random.default_rng(1), draws=2)
+    f_best = problem.value(best)
+    for w in res.weights:
+        assert problem.value(w) <= f_best + 0.02
+    start = problem.value(np.zeros(5))
+    assert problem.value(res.weights).max() < f_best + 0.1 * (start - f_best)
+
+
+# -- audit -------------------------------------------------------------------------------------------
+
+def test_end_to_end_audit_reference_exceeds_its_epsilon_and_the_correct_variant_does_not():
+    """Neighbours D ⊂ D' on which the NoisyMin flaw shows in the released weights.
+
+    p = 1, start w0 = 1.97 (``init``, public), grid Φ = 0, 0.1, …, 2. D: four rows x = 0, whose
+    loss log 2 and zero gradient do not depend on w, so all 21 scores tie and d = sign(noise).
+    D' adds (x = 1000, y = 1): its gradient at w0 is 0 (same d law), and when d = +1 its clipped
+    loss is C_obj at w0 − Φ_20 = −0.03 and ~0 at every other candidate (when d = −1 it is ~0
+    everywhere) — spec P1's construction. ε = 1, δ = 1e-5, splits = 3 leave budget for exactly
+    one NoisyMin with ε_nmax = 1/6. Event: "the released w is the one reached through candidate
+    20 with d = +1" (w = −0.03 for the correct rule, w0 − Φ_19 = 0.07 for the code's w_{k*−1}).
+    P(S | D) = 1/42 for both; on D' the code's argmin(s + E) gives e^{−20/6}/42 (privacy loss
+    20·ε_nmax = 3.3 > ε), the correct argmin(s − E) at most e^{1/6}-fold less.
+    """
+    X = np.zeros((4, 1))
+    y = np.array([0.0, 1.0, 0.0, 1.0])
+    d_set = Problem(X, y, Logistic())
+    d_prime = Problem(np.vstack([X, [[1000.0]]]), np.append(y, 1.0), Logistic())
+    privacy, runs = Privacy(1.0, 1e-5), 3000
+    bounds = {}
+    for name, released in [("dp-agd", 1.97 - 2.0), ("dp-agd-reference", 1.97 - 1.9)]:
+        fit = get_algorithm(name).fit
+        out_d = fit(d_set, privacy, np.random.default_rng(1), draws=runs, splits=3, init=[1.97])
+        out_p = fit(d_prime, privacy, np.random.default_rng(2), draws=runs, splits=3, init=[1.97])
+        assert out_d.extra["noisy_min_calls"].max() == out_p.extra["noisy_min_calls"].max() == 1
+        result = audit_outputs(out_d.weights, out_p.weights, delta=privacy.delta, confidence=0.95,
+                               events=[lambda w, r=released: np.abs(w[:, 0] - r) < 1e-9])
+        bounds[name] = result.epsilon_lower
+    assert bounds["dp-agd-reference"] > privacy.epsilon  # claimed ε = 1 is violated
+    assert bounds["dp-agd"] <= privacy.epsilon
