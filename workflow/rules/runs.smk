@@ -21,6 +21,8 @@ checkpoint tune:
         code=tuning_code,
     log:
         "logs/tune/{paper}/{dataset}.log",
+    benchmark:
+        "benchmarks/out/tune/{paper}/{dataset}.tsv"
     threads: 1
     conda:
         "../envs/dperm.yaml"
@@ -39,6 +41,8 @@ rule optimum:
         code=CODE["optimum"],
     log:
         "logs/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.log",
+    benchmark:
+        "benchmarks/out/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.tsv"
     threads: 1
     conda:
         "../envs/dperm.yaml"
@@ -60,6 +64,8 @@ rule run_cell:
         code=cell_code,
     log:
         "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
+    benchmark:
+        "benchmarks/out/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.tsv"
     threads: 1
     conda:
         "../envs/dperm.yaml"

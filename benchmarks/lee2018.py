@@ -1,0 +1,115 @@
+"""Speed of the Lee & Kifer 2018 reproduction: seconds per run of every algorithm, and the cost
+of the whole `snakemake lee2018` target.
+
+1. Seconds per run on BANK (the authors' encoding, first 80% of rows: 36,169 x 33, logistic
+   regression unless stated), one BLAS thread, median of repeated runs, against the reference
+   implementation's timings measured on this machine (the issue: DP-AGD ~5 s, PrivGene at
+   eps = 0.4 ~0.75 s, SGD-MA at T = 20,000 ~9 s).
+2. If the pipeline has run (Snakemake benchmark files under benchmarks/out/), the CPU seconds
+   each algorithm took in the lee2018 target, and the total.
+
+Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/lee2018.py [--repeats 3]
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from dperm.algorithms import Privacy, get_algorithm  # noqa: E402
+from dperm.losses import get_loss  # noqa: E402
+from dperm.problem import Problem  # noqa: E402
+
+REFERENCE = {"dp-agd": 5.0, "privgene": 0.75, "sgd-ma": 9.0}
+CASES = [  # (label, algorithm, epsilon, hyper, loss)
+    ("dp-agd", "dp-agd", 0.4, {}, "logistic"),
+    ("dp-agd-reference", "dp-agd-reference", 0.4, {}, "logistic"),
+    ("dp-agd svm", "dp-agd", 0.4, {}, "hinge"),
+    ("objpert", "objpert", 0.4, {}, "logistic"),
+    ("outpert", "outpert", 0.4, {}, "logistic"),
+    ("privgene", "privgene", 0.4, {}, "logistic"),
+    ("sgd-adv", "sgd-adv", 1.6, {}, "logistic"),
+    ("sgd-ma", "sgd-ma", float("inf"), {"steps": 20_000}, "logistic"),
+    ("sgd-ma-reference", "sgd-ma-reference", float("inf"), {"steps": 20_000}, "logistic"),
+    ("nonprivate", "nonprivate", float("inf"), {}, "logistic"),
+]
+
+
+def bank_problem(loss_name):
+    with np.load(ROOT / "resources/prepared/bank-dpagd/default.npz") as data:
+        X, y01, ypm = data["X"], data["y01"], data["ypm"]
+    n = int(0.8 * len(X))
+    loss = get_loss(loss_name)
+    y = (y01 if loss.labels == "01" else ypm)[:n].astype(float)
+    return Problem(X[:n], y, loss, l2=1e-3)
+
+
+def per_run_seconds(repeats: int) -> dict:
+    out = {}
+    for label, name, eps, hyper, loss in CASES:
+        problem = bank_problem(loss)
+        fit = get_algorithm(name).fit
+        times = []
+        for r in range(repeats):
+            start = time.perf_counter()
+            fit(problem, Privacy(eps, 1e-8), np.random.default_rng(r), draws=1, **hyper)
+            times.append(time.perf_counter() - start)
+        out[label] = float(np.median(times))
+        ref = REFERENCE.get(label)
+        note = f"   reference {ref:.2f} s -> {ref / out[label]:.1f}x faster" if ref else ""
+        print(f"{label:20s} {out[label]:8.3f} s/run{note}")
+    return out
+
+
+def pipeline_seconds() -> dict:
+    """CPU seconds per algorithm (and total wall-clock of jobs) from Snakemake benchmark files."""
+    root = ROOT / "benchmarks/out/runs/lee2018"
+    rows = []
+    for path in root.rglob("*.tsv"):
+        algorithm = path.parent.name
+        stats = pd.read_csv(path, sep="\t")
+        rows.append({"algorithm": algorithm, "experiment": path.relative_to(root).parts[0],
+                     "seconds": float(stats["s"].iloc[-1])})
+    extra = [pd.read_csv(p, sep="\t")["s"].iloc[-1] for sub in ("tune/lee2018", "optimum/lee2018")
+             for p in (ROOT / "benchmarks/out" / sub).rglob("*.tsv")]
+    if not rows:
+        return {}
+    frame = pd.DataFrame(rows)
+    by_algorithm = frame.groupby("algorithm")["seconds"].sum().sort_values(ascending=False)
+    print("\nlee2018 pipeline, job seconds per algorithm (sum over cells):")
+    for name, seconds in by_algorithm.items():
+        print(f"  {name:22s} {seconds:9.1f} s")
+    total = float(frame["seconds"].sum() + sum(extra))
+    print(f"  {'tuning + optima':22s} {sum(extra):9.1f} s\n  {'total (job seconds)':22s} {total:9.1f} s"
+          f" = {total / 2 / 60:.1f} min on 2 cores if perfectly packed")
+    return {"job_seconds_by_algorithm": by_algorithm.round(1).to_dict(), "job_seconds_total": round(total, 1),
+            "cells": len(frame)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"BANK 36,169 x 33, one BLAS thread, median of {args.repeats} runs")
+    result = {"seconds_per_run": per_run_seconds(args.repeats)}
+    result["speedup_vs_reference"] = {k: round(REFERENCE[k] / result["seconds_per_run"][k], 2) for k in REFERENCE}
+    result.update(pipeline_seconds())
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
