@@ -279,3 +279,19 @@ def test_registered_variants():
     for name in ("outpert-gd", "outpert"):
         spec = get_algorithm(name)
         assert spec.variant == "correct" and spec.dp_as_implemented and spec.private
+
+
+def test_descent_path_reuse_gives_the_fresh_iterate():
+    """gd_endpoint continues a cached path; the result equals a fresh T-step descent."""
+    from dperm import solvers
+    from dperm.algorithms import outpert
+
+    problem = _problem()
+    outpert._PATHS.clear()
+    for steps in (5, 12, 30, 7):  # extend, extend, then shorter than the cached path
+        w, seconds = outpert.gd_endpoint(problem, steps, 0.5)
+        fresh = solvers.gradient_descent(problem, np.zeros(problem.p), step=0.5, n_iter=steps).x
+        np.testing.assert_allclose(w, fresh, rtol=1e-12, atol=1e-14)
+        assert seconds > 0
+    w2, _ = outpert.gd_endpoint(problem, 30, 0.25)  # another step size is another path
+    assert not np.allclose(w2, outpert.gd_endpoint(problem, 30, 0.5)[0])
