@@ -12,7 +12,14 @@ Data: ``resources/prepared/bank-dpagd/default.npz`` when present — a random 80
 
     PYTHONPATH=src python benchmarks/sgd_baselines.py [--threads 1] [--repeat 3]
 
-The last line printed is one JSON object (seconds per run and speed-ups over the reference).
+Lockstep draws (``--sections lockstep``): SGD-MA at T = 20,000 (correct and reference variants)
+with draws = 10 in one fit (the draws run in lockstep, :mod:`dperm.algorithms._batched_sgd`)
+against 10 separate one-draw fits, on BANK and Adult (``resources/prepared/{bank-dpagd,adult}``,
+the first 80% of rows: the size of a 5-fold training set), LR with {0,1} labels, λ = 0. Reported:
+seconds of each (best of ``--repeat``; wall clock and CPU time of this process) and the speed-up
+per draw = 10 × t(one draw) / t(10 draws). Target: ≥ 4× on BANK.
+
+The last line printed is one JSON object (seconds per run and speed-ups).
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ def _args():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1]
                                           / "resources/prepared/bank-dpagd/default.npz"))
+    ap.add_argument("--sections", default="baselines,lockstep",
+                    help="comma-separated: baselines (one draw per algorithm), lockstep (draws = 10)")
+    ap.add_argument("--steps", type=int, default=20_000, help="SGD-MA steps of the lockstep section")
+    ap.add_argument("--draws", type=int, default=10, help="draws of the lockstep section")
     return ap.parse_args()
 
 
@@ -79,7 +90,7 @@ def seconds(name, problem, privacy, **hyper):
     return min(times)
 
 
-def main():
+def baselines():
     rng = np.random.default_rng(ARGS.seed)
     X, y, source = bank(rng)
     lr = Problem(X, y, Logistic())
@@ -105,9 +116,70 @@ def main():
         "speedup_privgene_lr": round(REFERENCE_S["privgene_lr"] / t["privgene_lr"], 2),
         "speedup_sgd_ma": round(REFERENCE_S["sgd_ma_T20000"] / t["sgd_ma_T20000"], 2),
         "speedup_sgd_ma_reference": round(REFERENCE_S["sgd_ma_T20000"] / t["sgd_ma_reference_T20000"], 2),
-        "reference_s": REFERENCE_S, "threads": ARGS.threads, "n": int(X.shape[0]), "p": int(X.shape[1]),
+        "reference_s": REFERENCE_S, "n": int(X.shape[0]), "p": int(X.shape[1]),
         "data": "bank-dpagd" if source != "synthetic" else "synthetic",
     })
+    return out
+
+
+LOCKSTEP_DATA = {"bank": "resources/prepared/bank-dpagd/default.npz",
+                 "adult": "resources/prepared/adult/default.npz"}
+
+
+def _timed(fit, *args, **kwargs):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fit(*args, **kwargs)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def lockstep():
+    """SGD-MA, ``--draws`` draws in one lockstep fit vs as many one-draw fits (module docstring)."""
+    root = Path(__file__).resolve().parents[1]
+    out = {"steps": ARGS.steps, "draws": ARGS.draws}
+    privacy = Privacy(1.0, 1e-8)
+    for name, rel in LOCKSTEP_DATA.items():
+        path = root / rel
+        if not path.is_file():
+            print(f"lockstep: {path} missing, skipped")
+            continue
+        data = np.load(path)
+        n = int(0.8 * data["X"].shape[0])
+        problem = Problem(data["X"][:n], data["y01"][:n], Logistic())
+        for algo in ("sgd-ma", "sgd-ma-reference"):
+            fit = get_algorithm(algo).fit
+            batched, single = [], []
+            for r in range(ARGS.repeat):
+                seed = ARGS.seed + 1000 * r
+                batched.append(_timed(fit, problem, privacy, np.random.default_rng(seed), draws=ARGS.draws,
+                                      steps=ARGS.steps))
+                one = [_timed(fit, problem, privacy, np.random.default_rng(seed + 1 + d), draws=1,
+                              steps=ARGS.steps) for d in range(ARGS.draws)]
+                single.append(tuple(map(sum, zip(*one))))
+            wall_b, cpu_b = min(w for w, _ in batched), min(c for _, c in batched)
+            wall_s, cpu_s = min(w for w, _ in single), min(c for _, c in single)
+            key = f"{name}_{algo.replace('-', '_')}"
+            out[key] = {"n": n, "p": int(problem.p),
+                        "batched_s": round(wall_b, 3), "separate_s": round(wall_s, 3),
+                        "speedup_per_draw": round(wall_s / wall_b, 2),
+                        "batched_cpu_s": round(cpu_b, 3), "separate_cpu_s": round(cpu_s, 3),
+                        "speedup_per_draw_cpu": round(cpu_s / cpu_b, 2),
+                        "us_per_step_and_draw": round(1e6 * wall_b / (ARGS.steps * ARGS.draws), 1)}
+            print(f"{key:28s} {ARGS.draws} draws in lockstep {wall_b:7.2f} s; {ARGS.draws} one-draw fits "
+                  f"{wall_s:7.2f} s; speed-up per draw {wall_s / wall_b:5.2f}x "
+                  f"(CPU time {cpu_s / cpu_b:5.2f}x)")
+    return out
+
+
+def main():
+    sections = {s.strip() for s in ARGS.sections.split(",") if s.strip()}
+    unknown = sections - {"baselines", "lockstep"}
+    if unknown:
+        raise SystemExit(f"unknown sections {sorted(unknown)}; known: baselines, lockstep")
+    out = {"threads": ARGS.threads, "repeat": ARGS.repeat}
+    if "baselines" in sections:
+        out.update(baselines())
+    if "lockstep" in sections:
+        out["lockstep"] = lockstep()
     print(json.dumps(out))
 
 

@@ -1,20 +1,30 @@
-"""SGD-Adv and SGD-MA: calibrations (forward checks), reference numbers, sampling, inputs."""
+"""SGD-Adv, SGD-MA and DP-SGD: calibrations (forward checks), reference numbers, the shared
+lockstep noisy-SGD runner against a per-draw reference loop, the samplers' laws, inputs."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from dperm.algorithms import Privacy, get_algorithm
+from dperm.algorithms import Privacy, draw_rngs, get_algorithm
+from dperm.algorithms._batched_sgd import (
+    FixedSizeSampler,
+    PoissonSampler,
+    chunk_steps,
+    clipped_grad_sums,
+    run_noisy_sgd,
+    uniform_subsets,
+)
 from dperm.algorithms.sgd_baselines import (
-    PoissonBatches,
     certified_sgd_adv,
     default_batch_size,
     sgd_adv_calibration,
     sgd_adv_steps,
     sgd_ma_epsilons,
 )
-from dperm.losses import Hinge, Logistic
+from dperm.losses import MLP, Huber, HuberHinge, Hinge, Logistic
 from dperm.privacy import advanced_composition, amplify_subsampling, gaussian_delta
 from dperm.problem import Problem
 
@@ -122,29 +132,210 @@ def test_sgd_ma_fits_report_both_accountants():
     assert a.extra["sampling"] == "poisson"
 
 
-def test_poisson_batches_have_mean_size_b_and_uniform_inclusion():
-    n, b, steps = 5000, 80, 4000
-    sampler = PoissonBatches(np.random.default_rng(0), n, b / n)
-    counts = np.zeros(n)
-    sizes = []
-    for _ in range(steps):
-        rows = sampler()
-        assert np.all(np.diff(rows) > 0) and rows.min(initial=0) >= 0 and rows.max(initial=0) < n
-        counts[rows] += 1
-        sizes.append(rows.size)
+# -- samplers -----------------------------------------------------------------------------------
+
+def test_poisson_sampler_has_mean_size_b_and_uniform_inclusion():
+    n, b, steps = 5000, 80, 4096
     q = b / n
+    sampler = PoissonSampler(n, q)
+    counts = np.zeros(n + 1)
+    sizes = []
+    rng = np.random.default_rng(0)
+    for _ in range(steps // 256):
+        rows, size = sampler(rng, 256)
+        for r, m in zip(rows, size):
+            batch = r[:m]
+            assert np.all(np.diff(batch) > 0) and batch.min(initial=0) >= 0 and batch.max(initial=0) < n
+            assert np.all(r[m:] == n)  # padding
+            counts[batch] += 1
+        sizes.extend(size)
     assert np.mean(sizes) == pytest.approx(b, abs=4 * math.sqrt(n * q * (1 - q) / steps))
     assert np.var(sizes) == pytest.approx(n * q * (1 - q), rel=0.1)  # Binomial(n, q), not fixed size
-    # each row is included with probability q: first and second halves alike
-    half = counts.reshape(2, -1).sum(axis=1) / (steps * n / 2)
+    half = counts[:n].reshape(2, -1).sum(axis=1) / (steps * n / 2)
     assert np.allclose(half, q, rtol=0.03)
 
 
-def test_poisson_batches_extend_short_blocks():
-    sampler = PoissonBatches(np.random.default_rng(1), 60, 0.5, chunk=3)
-    sampler.block = 2  # force the rare path where a block of gaps ends before n
-    sizes = [sampler().size for _ in range(300)]
-    assert np.mean(sizes) == pytest.approx(30, abs=1.5)
+def _chi2_pvalue(observed, expected):
+    observed, expected = np.asarray(observed, float), np.asarray(expected, float)
+    stat = ((observed - expected) ** 2 / expected).sum()
+    return stats.chi2.sf(stat, observed.size - 1)
+
+
+@pytest.mark.parametrize("n,b,calls", [(12, 3, 25), (6, 3, 5)])  # redraw path (4b <= n); rng.choice path
+def test_uniform_subsets_are_exactly_uniform(n, b, calls):
+    rng = np.random.default_rng(1)
+    rows = np.concatenate([uniform_subsets(rng, n, np.full(4000, b)) for _ in range(calls)])
+    assert rows.shape[1] == b and np.all(np.diff(rows, axis=1) > 0)
+    index = {s: k for k, s in enumerate(itertools.combinations(range(n), b))}
+    counts = np.bincount([index[tuple(r)] for r in rows.tolist()], minlength=len(index))
+    assert _chi2_pvalue(counts, np.full(len(index), rows.shape[0] / len(index))) > 1e-3
+
+
+def test_poisson_sampler_has_the_bernoulli_law():
+    """Sizes Binomial(n, q) and the inclusions of rows 0, 1, 2 independent Bernoulli(q)."""
+    n, q = 40, 0.05
+    sampler, rng = PoissonSampler(n, q), np.random.default_rng(2)
+    patterns, sizes = np.zeros(8), []
+    for _ in range(400):
+        rows, size = sampler(rng, 256)
+        included = (rows[:, :, None] == np.arange(3)).any(axis=1)  # (steps, 3)
+        patterns += np.bincount(included @ np.array([1, 2, 4]), minlength=8)
+        sizes.append(size)
+    sizes = np.concatenate(sizes)
+    steps = sizes.size
+    expected = [steps * np.prod([q if (k >> j) & 1 else 1 - q for j in range(3)]) for k in range(8)]
+    assert _chi2_pvalue(patterns, expected) > 1e-3
+    top = 6  # sizes 0..5 and >= 6
+    observed = np.bincount(np.minimum(sizes, top), minlength=top + 1)
+    pmf = stats.binom.pmf(np.arange(top), n, q)
+    assert _chi2_pvalue(observed, steps * np.append(pmf, 1 - pmf.sum())) > 1e-3
+
+
+def test_fixed_size_sampler_draws_distinct_rows():
+    rows, sizes = FixedSizeSampler(300, 40)(np.random.default_rng(3), 50)
+    assert rows.shape == (50, 40) and np.all(sizes == 40)
+    assert np.all(np.diff(rows, axis=1) > 0) and rows.min() >= 0 and rows.max() < 300
+
+
+def test_poisson_batch_is_still_importable_and_poisson():
+    from dperm.algorithms.dp_sgd import poisson_batch
+
+    rng = np.random.default_rng(4)
+    batches = [poisson_batch(rng, 1000, 0.05) for _ in range(400)]
+    assert all(np.all(np.diff(b) > 0) and b.dtype == np.int64 for b in batches)
+    assert np.mean([b.size for b in batches]) == pytest.approx(50, abs=4 * math.sqrt(50 / 400))
+    assert poisson_batch(rng, 7, 1.0).tolist() == list(range(7))
+
+
+# -- the lockstep runner against a per-draw reference -------------------------------------------
+
+def explicit_clipped_sum(problem, w, rows, clip):
+    """Σ_i clip_C(∇ℓ_i(w)) with every per-example gradient materialised and clipped one by one."""
+    total, clipped = np.zeros(problem.p), 0
+    for i in rows:
+        g = problem.loss.per_example_grad(w, problem.X[i:i + 1], problem.y[i:i + 1])[0]
+        norm = np.linalg.norm(g)
+        if norm > clip:
+            g, clipped = g * (clip / norm), clipped + 1
+        total += g
+    return total, clipped
+
+
+def reference_sgd(problem, rngs, steps, sampler, *, clip, noise_std, learning_rate, divisor, chunk):
+    """One draw at a time, the plain way: per block of ``chunk`` steps the draw's generator gives
+    that block's batches then its noise; each step w ← w − η((Σ clipped + noise)/L + λw).
+    Returns the weights, the fraction of per-example gradients clipped and the rows per draw."""
+    weights, clipped, total = [], 0, 0
+    for rng in rngs:
+        w = np.zeros(problem.p)
+        for t0 in range(0, steps, chunk):
+            k = min(chunk, steps - t0)
+            rows, sizes = sampler(rng, k)
+            noise = rng.standard_normal((k, problem.p)) * noise_std
+            for t in range(k):
+                g, c = explicit_clipped_sum(problem, w, rows[t, :sizes[t]], clip)
+                clipped, total = clipped + c, total + sizes[t]
+                g = (g + noise[t]) / divisor + problem.l2 * w
+                w = w - learning_rate * g
+        weights.append(w)
+    return np.array(weights), clipped / max(total, 1), total / len(weights)
+
+
+@pytest.mark.parametrize("draws", [1, 3])
+@pytest.mark.parametrize("kind", ["poisson", "fixed"])
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=lambda loss: loss.name)
+def test_lockstep_equals_per_draw_reference(loss, kind, draws):
+    base = small_problem(n=300, p=5, loss=loss, seed=7)
+    X = base.X.copy()
+    X[11] = 0.0  # a zero row: infinite clip limit, zero gradient
+    problem = Problem(X, base.y, loss, l2=0.05)
+    sampler = PoissonSampler(300, 0.08) if kind == "poisson" else FixedSizeSampler(300, 24)
+    clip = 0.7 if loss.name == "logistic" else 1.6  # some gradients clipped, some not
+    hyper = dict(clip=clip, noise_std=0.5, learning_rate=0.5, divisor=24.0, chunk=7)
+    run = run_noisy_sgd(problem, draw_rngs(np.random.default_rng(11), draws), 25, sampler, **hyper)
+    rngs = draw_rngs(np.random.default_rng(11), draws)
+    want, clipped, _ = reference_sgd(problem, rngs, 25, sampler, **hyper)
+    assert 0.1 < clipped < 0.9, clipped
+    assert np.abs(want).max() > 0.1
+    np.testing.assert_allclose(run.weights, want, rtol=0, atol=1e-12)
+    per_draw = run_noisy_sgd(problem, draw_rngs(np.random.default_rng(11), draws), 25, sampler,
+                             lockstep=False, **hyper)
+    np.testing.assert_allclose(per_draw.weights, want, rtol=0, atol=1e-12)
+    assert np.array_equal(per_draw.rows_sampled, run.rows_sampled)
+
+
+def test_non_glm_loss_runs_the_per_draw_loop():
+    rng = np.random.default_rng(8)
+    X = rng.random((120, 3))
+    problem = Problem(X, (X[:, 0] > 0.5).astype(float), MLP(hidden=2), 0.01)
+    sampler = PoissonSampler(120, 0.1)
+    hyper = dict(clip=0.5, noise_std=0.3, learning_rate=0.3, divisor=12.0, chunk=5)
+    run = run_noisy_sgd(problem, draw_rngs(np.random.default_rng(9), 2), 12, sampler, **hyper)
+    want, _, _ = reference_sgd(problem, draw_rngs(np.random.default_rng(9), 2), 12, sampler, **hyper)
+    np.testing.assert_allclose(run.weights, want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="GLM"):
+        run_noisy_sgd(problem, draw_rngs(np.random.default_rng(9), 2), 12, sampler, lockstep=True, **hyper)
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5), Huber()],
+                         ids=lambda loss: f"{loss.name}-{loss.labels}")
+def test_clipped_sums_equal_explicit_per_example_clipping(loss):
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(60, 4))
+    X[5] = 0.0
+    y = X[:, 2] if loss.labels == "real" else (X[:, 1] > 0).astype(float)
+    if loss.labels == "pm1":
+        y = 2 * y - 1
+    problem = Problem(X, y, loss)
+    W = rng.normal(size=(4, 4))
+    batches = [np.array([0, 5, 7, 9, 30]), np.array([], dtype=np.int64), np.arange(60), np.array([59, 5])]
+    got = clipped_grad_sums(problem, W, batches, clip=0.7)
+    clipped = 0
+    for d, rows in enumerate(batches):
+        want, c = explicit_clipped_sum(problem, W[d], rows, 0.7)
+        np.testing.assert_allclose(got[d], want, rtol=0, atol=1e-12)
+        clipped += c
+    assert 0 < clipped < sum(map(len, batches)) - 3  # both regimes (row 5 has gradient 0)
+
+
+@pytest.mark.parametrize("name,hyper", [
+    ("sgd-ma", {"steps": 30}), ("sgd-ma-reference", {"steps": 30}),
+    ("sgd-adv", {"steps": 30}), ("sgd-adv-reference", {"steps": 30}),
+    ("dp-sgd", {"epochs": 0.5, "batch_size": 40, "clip": 0.8, "learning_rate": 0.5}),
+])
+def test_registered_fits_equal_the_reference_loop(name, hyper):
+    """The fit functions hand the runner the documented sampler, σ, η and normaliser."""
+    problem = small_problem(n=400, loss=Hinge(), l2=1e-3, seed=3)
+    privacy = Privacy(0.8, 1e-8)
+    res = get_algorithm(name).fit(problem, privacy, np.random.default_rng(5), draws=2, **hyper)
+    n = problem.n
+    if name == "dp-sgd":
+        q = 40 / n
+        sampler, steps = PoissonSampler(n, q), res.iterations
+        kw = dict(clip=0.8, noise_std=res.extra["noise_multiplier"] * 0.8, learning_rate=0.5, divisor=q * n)
+    elif name.startswith("sgd-ma"):
+        b = default_batch_size(n)
+        sampler = FixedSizeSampler(n, b) if name.endswith("reference") else PoissonSampler(n, b / n)
+        steps, kw = 30, dict(clip=4.0, noise_std=16.0, learning_rate=0.05, divisor=b)
+    else:
+        b = default_batch_size(n)
+        sampler, steps = FixedSizeSampler(n, b), 30
+        kw = dict(clip=3.0, noise_std=res.extra["sigma"], learning_rate=0.1, divisor=b)
+    want, _, rows = reference_sgd(problem, draw_rngs(np.random.default_rng(5), 2), steps, sampler,
+                                  chunk=chunk_steps(sampler), **kw)
+    np.testing.assert_allclose(res.weights, want, rtol=0, atol=1e-10)
+    assert res.grad_evals == pytest.approx(rows / n, rel=1e-12) and res.iterations == steps
+
+
+@pytest.mark.parametrize("name", ["sgd-ma", "sgd-adv-reference", "dp-sgd"])
+def test_a_draw_does_not_depend_on_how_many_run_beside_it(name):
+    problem = small_problem(n=500, l2=1e-3)
+    kw = {"epochs": 1.0, "batch_size": 50} if name == "dp-sgd" else {"steps": 40}
+    fit = get_algorithm(name).fit
+    one = fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(2), draws=1, **kw)
+    four = fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(2), draws=4, **kw)
+    np.testing.assert_allclose(four.weights[0], one.weights[0], rtol=0, atol=1e-12)
+    assert not np.allclose(four.weights[1], four.weights[0])
 
 
 @pytest.mark.parametrize("name", ["sgd-adv", "sgd-adv-reference", "sgd-ma", "sgd-ma-reference"])

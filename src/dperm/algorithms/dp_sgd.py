@@ -10,31 +10,29 @@ Poisson-subsampled Gaussian with noise multiplier σ composed T times, in Rényi
 Talwar & Zhang 2019), converted to (ε, δ) (:mod:`dperm.privacy.rdp`). σ is the smallest
 multiplier meeting the target (ε, δ), unless ``noise_multiplier`` is given, in which case ε is
 computed and reported as ``epsilon_spent`` (the SGD-MA way).
+
+The ``draws`` chains run in lockstep, each with its own Poisson batches and noise
+(:func:`._batched_sgd.run_noisy_sgd`, whose docstring explains why this changes nothing
+privacy-wise). :func:`poisson_batch` (one Poisson sample, used by DP-AGD and PrivGene) is
+re-exported from there: one sampler implementation serves every algorithm.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon
+from ._batched_sgd import PoissonSampler, run_noisy_sgd
+from ._batched_sgd import poisson_batch  # noqa: F401 (re-exported: DP-AGD, PrivGene)
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
-
-
-def poisson_batch(rng: np.random.Generator, n: int, q: float) -> np.ndarray:
-    """Row indices of a Poisson sample: size ~ Binomial(n, q), then a uniform subset of that size
-    (the same distribution as n independent coin flips, at the cost of the sample only)."""
-    m = rng.binomial(n, q)
-    return np.sort(rng.choice(n, size=m, replace=False)) if m else np.empty(0, dtype=np.int64)
 
 
 @register("dp-sgd", description="DP-SGD, Poisson sampling, per-example clipping, RDP accounting")
 def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float = 5.0,
                batch_size: int = 256, clip: float = 1.0, learning_rate: float = 0.5,
                noise_multiplier: float | None = None):
-    n, p = problem.n, problem.p
+    n = problem.n
     if not 0 < batch_size <= n:
         raise ValueError(f"batch_size must be in [1, n={n}]; got batch_size={batch_size!r}")
     if clip <= 0 or learning_rate <= 0 or epochs <= 0:
@@ -48,20 +46,9 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
     else:
         sigma = float(noise_multiplier)
     spent = epsilon_sampled_gaussian(q, sigma, steps, privacy.delta)
-    lot = q * n
-    weights = np.zeros((draws, p))
-    evals = 0.0
-    for d, child in enumerate(draw_rngs(rng, draws)):
-        w = weights[d]
-        for _ in range(steps):
-            rows = poisson_batch(child, n, q)
-            g = problem.clipped_grad_sum(w, clip, rows) if rows.size else np.zeros(p)
-            g += child.normal(0.0, sigma * clip, size=p)
-            direction = g / lot
-            if problem.l2:
-                direction += problem.l2 * w
-            w -= learning_rate * direction
-            evals += rows.size / n
+    run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, PoissonSampler(n, q), clip=clip,
+                        noise_std=sigma * clip, learning_rate=learning_rate, divisor=q * n)
+    weights, evals = run.weights, run.grad_evals(n)
     return FitResult(weights=weights, epsilon_spent=spent, delta_spent=privacy.delta,
-                     adjacency="add-remove", grad_evals=evals / draws, iterations=steps,
+                     adjacency="add-remove", grad_evals=evals, iterations=steps,
                      extra={"noise_multiplier": sigma, "sampling_rate": q, "steps": steps})

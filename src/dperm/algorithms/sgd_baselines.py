@@ -38,7 +38,12 @@ reports the moments-accountant ε with orders 1..32 evaluated at order 32 only (
 added row displaces another, so G moves by up to 2C, not the C of the Poisson analysis (spec §5
 P6). Both variants report both numbers in ``extra`` (``epsilon_rdp``, ``epsilon_moments_ref``).
 
-Cost: O(b·p) per step (GLM clipped sums never form per-example gradients).
+Execution: the ``draws`` chains run in lockstep through :func:`._batched_sgd.run_noisy_sgd`
+(one vectorised step for all draws, each draw with its own batches and noise from its own
+generator; its docstring explains why this changes nothing privacy-wise). Samplers:
+:class:`._batched_sgd.PoissonSampler` (correct SGD-MA) and :class:`._batched_sgd.FixedSizeSampler`
+(SGD-Adv, ``sgd-ma-reference``). Cost: O(b·p) per step and draw (GLM clipped sums never form
+per-example gradients).
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from ..privacy import (
     moments_accountant_epsilon,
 )
 from ..privacy._validation import check_real
+from ._batched_sgd import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .base import FitResult, Privacy, draw_rngs
 from .privgene import round_half_up
 from .registry import register
@@ -125,35 +131,6 @@ def certified_sgd_adv(cal: dict, steps: int, delta: float) -> dict:
     return {"epsilon_base": eps_base, "epsilon": eps, "delta": dlt}
 
 
-class PoissonBatches:
-    """Poisson samples of {0..n−1} at rate q (each row independently), drawn ``chunk`` steps at a
-    time: the gaps between included rows are iid Geometric(q) on {1, 2, ...}, drawn by inversion
-    G = ⌊ln V / ln(1 − q)⌋ + 1, V uniform on (0, 1] (P(G ≥ g) = (1 − q)^{g−1}). A step's rows are
-    the cumulative gaps below n; a step whose block of gaps ends before n (probability < 1e-9
-    with the 6√(nq) margin) gets more gaps until it passes n, so every sample is exact."""
-
-    def __init__(self, rng: np.random.Generator, n: int, q: float, chunk: int = 256):
-        self.rng, self.n, self.q, self.chunk = rng, n, q, chunk
-        self.log_keep = math.log1p(-q) if q < 1.0 else -math.inf
-        self.block = int(n * q + 6.0 * math.sqrt(n * q) + 16)
-        self.rows, self.next = None, chunk
-
-    def _gaps(self, shape):
-        return np.floor(np.log1p(-self.rng.random(shape)) / self.log_keep) + 1.0
-
-    def __call__(self) -> np.ndarray:
-        if self.q >= 1.0:
-            return np.arange(self.n)
-        if self.next == self.chunk:
-            self.rows = np.cumsum(self._gaps((self.chunk, self.block)), axis=1) - 1.0
-            self.next = 0
-        idx = self.rows[self.next]
-        self.next += 1
-        while idx[-1] < self.n:  # the block did not reach n: extend this step's gaps
-            idx = np.concatenate([idx, idx[-1] + np.cumsum(self._gaps(self.block))])
-        return idx[idx < self.n].astype(np.int64)
-
-
 def _check_common(problem, batch_size, clip, learning_rate):
     n = problem.n
     b = default_batch_size(n) if batch_size is None else batch_size
@@ -164,32 +141,12 @@ def _check_common(problem, batch_size, clip, learning_rate):
     return int(b)
 
 
-def _noisy_sgd(problem, rng, draws, steps, make_sampler, clip, noise_std, learning_rate, divisor,
-               chunk: int = 256):
-    """Run ``draws`` independent noisy-SGD paths; ``make_sampler(rng)()`` returns a batch's rows.
-    Noise is drawn ``chunk`` steps at a time (fewer numpy calls; the same distribution)."""
-    p, lam = problem.p, problem.l2
-    weights = np.zeros((draws, p))
-    rows_seen = 0
-    for d, child in enumerate(draw_rngs(rng, draws)):
-        w = weights[d]
-        sample = make_sampler(child)
-        for t in range(steps):
-            if t % chunk == 0:
-                noise = child.normal(0.0, noise_std, size=(min(chunk, steps - t), p))
-            rows = sample()
-            g = problem.clipped_grad_sum(w, clip, rows) if rows.size else np.zeros(p)
-            g += noise[t % chunk]
-            g /= divisor
-            if lam:
-                g += lam * w
-            w -= learning_rate * g
-            rows_seen += rows.size
-    return weights, rows_seen / (problem.n * draws)
-
-
-def _without_replacement(n, b):
-    return lambda child: (lambda: child.choice(n, size=b, replace=False))
+def _noisy_sgd(problem, rng, draws, steps, sampler, clip, noise_std, learning_rate, divisor):
+    """Run ``draws`` independent noisy-SGD chains in lockstep (:mod:`._batched_sgd`); returns the
+    last iterates and the per-example gradients per draw in full-gradient equivalents."""
+    run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, sampler, clip=clip, noise_std=noise_std,
+                        learning_rate=learning_rate, divisor=divisor)
+    return run.weights, run.grad_evals(problem.n)
 
 
 def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size, clip, learning_rate,
@@ -208,7 +165,7 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
         raise ValueError(f"steps must be a positive integer or None; got steps={steps!r}")
     cal = sgd_adv_calibration(privacy.epsilon, privacy.delta, n, T, b, clip, gaussian=gaussian,
                               reference=reference)
-    weights, evals = _noisy_sgd(problem, rng, draws, T, _without_replacement(n, b), clip, cal["sigma"],
+    weights, evals = _noisy_sgd(problem, rng, draws, T, FixedSizeSampler(n, b), clip, cal["sigma"],
                                 learning_rate, b)
     notes = []
     extra = dict(cal, steps=T, batch_size=b, clip=clip, learning_rate=learning_rate,
@@ -268,7 +225,7 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     n = problem.n
     b = _check_common(problem, batch_size, clip, learning_rate)
     q = b / n
-    sample = _without_replacement(n, b) if reference else (lambda child: PoissonBatches(child, n, q))
+    sample = FixedSizeSampler(n, b) if reference else PoissonSampler(n, q)
     weights, evals = _noisy_sgd(problem, rng, draws, int(steps), sample, clip, noise_multiplier * clip,
                                 learning_rate, b)
     eps = sgd_ma_epsilons(q, noise_multiplier, int(steps), delta)
