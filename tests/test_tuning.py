@@ -42,3 +42,21 @@ def test_tuning_picks_the_informative_lambda_and_enough_epochs(tmp_path):
     assert grid.loc[grid["chosen"], "mean_accuracy"].min() >= grid["mean_accuracy"].median()
     spec = ex.cell_spec(paper, ex.cells(paper)[1], seed=1, tuned=chosen)
     assert spec["tuning"] == "non-private" and spec["model"]["l2"] == 1e-4
+
+
+def test_a_grid_runs_only_where_its_algorithm_does(tmp_path):
+    import copy
+
+    from dperm.tuning import needed_profiles, runs_with
+
+    paper = _paper(tmp_path)
+    config = copy.deepcopy(paper)
+    config["experiments"]["e2"] = {**copy.deepcopy(config["experiments"]["e"]), "datasets": ["bike"],
+                                   "algorithms": ["nonprivate"]}
+    config["tuning"]["experiments"].append("e2")
+    assert runs_with(config, "dp-sgd", "wine", "lr") and not runs_with(config, "dp-sgd", "bike", "lr")
+    data = _data()
+    chosen, grid = tune(config, lambda dataset, profile: data, seed=1)
+    assert "dp-sgd" in chosen["wine"]["lr"]["hyper"] and chosen["bike"]["lr"]["hyper"] == {}
+    assert set(grid.loc[grid["dataset"] == "bike", "tuned"]) == {"l2"}
+    assert needed_profiles(config, "e2", "bike", "lr") == {"default"}

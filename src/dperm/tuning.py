@@ -46,9 +46,15 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def needed_profiles(paper: dict, experiment: str) -> set[str]:
+def runs_with(paper: dict, key: str, dataset: str, model: str) -> bool:
+    """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments."""
+    return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in exp["models"]
+               for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
+
+
+def needed_profiles(paper: dict, experiment: str, dataset: str, model: str) -> set[str]:
     tuning = paper["tuning"]
-    keys = [block["algorithm"] for block in tuning.get("hyper", [])]
+    keys = [b["algorithm"] for b in tuning.get("hyper", []) if runs_with(paper, b["algorithm"], dataset, model)]
     profiles = {paper["experiments"][experiment]["profile"]} if "l2" in tuning else set()
     return profiles | {experiment_profile(paper, experiment, k) for k in keys}
 
@@ -93,6 +99,8 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             log(f"{dataset}/{model}: lambda = {choice['l2']} (CV accuracy {scores[best]:.4f})")
         for block in tuning.get("hyper", []):
             key = block["algorithm"]
+            if not runs_with(paper, key, dataset, model):
+                continue
             l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
             names = sorted(block["grid"])
             best_acc, best_point = -np.inf, None

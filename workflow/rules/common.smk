@@ -128,7 +128,8 @@ def cell_code(wildcards):
 def tuning_code(wildcards):
     from dperm.tuning import tuned_algorithms
 
-    return algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
+    algorithms = algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
+    return algorithms + source_fingerprint("tuning", "experiments")
 
 
 def cell_spec_param(wildcards, input):
@@ -180,7 +181,7 @@ def tuning_data(wildcards):
             prepared(dataset, profile)
             for dataset, model, experiment in tuning_jobs(paper)
             if dataset == wildcards.dataset
-            for profile in needed_profiles(paper, experiment)
+            for profile in needed_profiles(paper, experiment, dataset, model)
         }
     )
 
