@@ -93,3 +93,18 @@ def test_shipped_paper_configs_load():
     for path in sorted((REPO / "config" / "papers").glob("*.yaml")) + [REPO / ".test/config/papers/demo.yaml"]:
         paper = ex.load_paper(path)
         assert paper["paper"] == path.stem and ex.cells(paper)
+
+
+def test_dataset_models_narrow_the_models_per_dataset(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["models"]["huber"] = {"loss": "huber"}
+    exp = config["experiments"]["e"]
+    exp.update(datasets=["wine", "bike"], models=["lr", "huber"], algorithms=["nonprivate"],
+               per_dataset={}, dataset_models={"wine": ["lr"], "bike": ["huber"]})
+    paper = _load(tmp_path, config)
+    assert [(c.dataset, c.model) for c in ex.cells(paper)] == [("wine", "lr"), ("bike", "huber")]
+    exp["dataset_models"] = {"wine": ["svm"]}
+    with pytest.raises(ValueError, match="dataset_models"):
+        _load(tmp_path, config)

@@ -70,6 +70,10 @@ def load_paper(path, schema=SCHEMA) -> dict:
         check_hyper(hyper.get("use", key), hyper, where=str(path))
     for name, exp in config["experiments"].items():
         where = f"{path}: experiment {name!r}"
+        for dataset, models in exp.get("dataset_models", {}).items():
+            if dataset not in exp["datasets"] or not set(models) <= set(exp["models"]):
+                raise ValueError(f"{where}: dataset_models[{dataset!r}] must name one of the experiment's "
+                                 f"datasets and a subset of its models {exp['models']}; got {models}")
         for key in ("models", "algorithms"):
             unknown = sorted(set(exp[key]) - set(config[key]))
             if unknown:
@@ -117,6 +121,11 @@ def _settings(paper: dict, experiment: dict, key: str) -> list[str]:
     return [format_epsilon(e) for e in experiment["epsilons"]]
 
 
+def experiment_models(exp: dict, dataset: str) -> list[str]:
+    """The models an experiment fits on a dataset (``dataset_models`` narrows ``models``)."""
+    return exp.get("dataset_models", {}).get(dataset, exp["models"])
+
+
 def cells(paper: dict, experiments=None) -> list[Cell]:
     out = []
     for name, exp in paper["experiments"].items():
@@ -125,7 +134,7 @@ def cells(paper: dict, experiments=None) -> list[Cell]:
         keys = list(_sweep_lookup(exp)) or exp["algorithms"]
         lookup = _sweep_lookup(exp)
         for dataset in exp["datasets"]:
-            for model in exp["models"]:
+            for model in experiment_models(exp, dataset):
                 for key in keys:
                     base = lookup[key][0] if lookup else key
                     for eps in _settings(paper, exp, base):

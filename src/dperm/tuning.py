@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .experiments import experiment_profile, registered_name
+from .experiments import experiment_models, experiment_profile, registered_name
 from .protocol import format_epsilon, run_cell
 
 
@@ -39,7 +39,7 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
     seen, out = set(), []
     for name in paper["tuning"]["experiments"]:
         exp = paper["experiments"][name]
-        for dataset, model in itertools.product(exp["datasets"], exp["models"]):
+        for dataset, model in ((d, m) for d in exp["datasets"] for m in experiment_models(exp, d)):
             if (dataset, model) not in seen:
                 seen.add((dataset, model))
                 out.append((dataset, model, name))
@@ -48,7 +48,7 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
 
 def runs_with(paper: dict, key: str, dataset: str, model: str) -> bool:
     """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments."""
-    return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in exp["models"]
+    return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in experiment_models(exp, dataset)
                for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
 
 

@@ -129,7 +129,7 @@ def tuning_code(wildcards):
     from dperm.tuning import tuned_algorithms
 
     algorithms = algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
-    return algorithms + source_fingerprint("tuning", "experiments")
+    return algorithms + source_fingerprint("tuning")
 
 
 def cell_spec_param(wildcards, input):
