@@ -22,7 +22,7 @@ from .protocol import build_problem, make_splits, split_seed
 COLUMNS = ["fold", "repeat", "F_star", "F_gap_bound", "F_grad_norm", "L_star", "L_grad_norm", "certified"]
 
 
-NONSMOOTH_FTOL = 1e-10
+NONSMOOTH_FTOL = 2.220446049250313e-09  # scipy's default (factr 1e7), as the reference code
 
 
 def _solve(problem, gtol: float):

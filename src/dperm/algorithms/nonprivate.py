@@ -3,8 +3,8 @@
 F(w) = (1/n) Σ ℓ_i(w) + (λ/2)‖w‖², solved with scipy's L-BFGS-B to ‖∇F‖ ≤ ``gtol`` and certified
 (:func:`dperm.solvers.lbfgs`). Lee & Kifer 2018 §6 use it as the non-private reference line. For
 the non-smooth hinge, L-BFGS-B with a subgradient is what the reference code does, stopped by
-the relative decrease of F (``nonsmooth_ftol``); its answer is then a good point, not a certified
-optimum. Not private: adjacency "none", ε = inf.
+the relative decrease of F (``nonsmooth_ftol``, scipy's default, which the reference code ran
+with); its answer is then a good point, not a certified optimum. Not private: adjacency "none", ε = inf.
 Deterministic, so every draw is the same point (computed once).
 """
 
@@ -22,7 +22,7 @@ from .registry import register
 @register("nonprivate", private=False, depends_on_epsilon=False,
           description="L-BFGS on the regularised objective (non-private reference)")
 def fit_nonprivate(problem, privacy: Privacy, rng, draws: int = 1, *, gtol: float = 1e-8,
-                   max_iter: int = 5_000, nonsmooth_ftol: float = 1e-10):
+                   max_iter: int = 5_000, nonsmooth_ftol: float = 2.220446049250313e-09):
     smooth = getattr(problem.loss, "smooth", False)
     result = solvers.lbfgs(problem, np.zeros(problem.p), gtol=gtol, max_iter=max_iter,
                            ftol=0.0 if smooth else nonsmooth_ftol)
