@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from dperm.algorithms import dp_agd, dp_agd_primitives
-from dperm.algorithms.base import Privacy
+from dperm.algorithms.base import Privacy, draw_rngs
 from dperm.algorithms.dp_agd_scores import CandidateScorer, candidate_grid, naive_candidate_scores
 from dperm.algorithms.registry import get_algorithm
 from dperm.losses import Hinge, HuberHinge, Logistic
-from dperm.privacy import audit_outputs, noisy_max_scale, report_noisy_min, zcdp_from_dp
+from dperm.privacy import (audit_outputs, noisy_max_scale, report_noisy_min, report_noisy_min_reference,
+                           zcdp_from_dp)
 from dperm.problem import Problem
 
 # the registered defaults of the correct variant
@@ -75,6 +76,22 @@ def test_scores_of_an_empty_batch_are_zero():
     scorer = CandidateScorer(Logistic(), 3.0, 20)
     scorer.set_rows(np.empty(0))
     assert np.array_equal(scorer.scores(np.empty(0), np.empty(0), 2.0), np.zeros(21))
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5)],
+                         ids=["logistic01", "logistic-pm1", "hinge", "huber-hinge"])
+def test_clipped_weights_in_place_equal_the_clipped_derivative(loss):
+    rng = np.random.default_rng(3)
+    n = 500
+    z = rng.normal(0.0, 3.0, n)
+    z[:5] = [1.0, -1.0, 0.0, 40.0, -800.0]  # the hinge kink, overflow of e^{−z}
+    y01 = (rng.random(n) < 0.4).astype(float)
+    y = y01 if loss.labels == "01" else 2 * y01 - 1
+    bound = rng.uniform(0.2, 2.0, n)
+    limit = np.stack([-bound, bound])
+    out = np.empty(n)
+    got = dp_agd_primitives.clipped_dphi(loss, z, y, limit, out)
+    assert got is out and np.array_equal(out, np.clip(loss.dphi(z, y), -bound, bound))
 
 
 # -- budget ------------------------------------------------------------------------------------------
@@ -177,24 +194,48 @@ def test_same_seed_same_weights_and_draws_are_independent_releases(name):
     ("dp-agd", "poisson", 1.0, 1.0), ("dp-agd", "fixed", 2.0, 2.0),
     ("dp-agd-reference", "fixed", 1.0, 1.0)])
 def test_mini_batch_sensitivities(name, sampling, grad_factor, scale_factor, monkeypatch):
-    used = []
+    noises = []
 
-    def spy(scores, *, sensitivity, epsilon, rng, monotone=False, noise="exponential"):
-        used.append(noisy_max_scale(sensitivity, epsilon, monotone=monotone))
-        return report_noisy_min(scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng,
-                                monotone=monotone, noise=noise)
+    def spy(scores, noise, added):
+        noises.append(noise)
+        return select(scores, noise, added)
 
-    monkeypatch.setattr(dp_agd, "report_noisy_min", spy)
+    select = dp_agd._select
+    monkeypatch.setattr(dp_agd, "_select", spy)
     problem = synthetic(n=3000, seed=6)
     res = get_algorithm(name).fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(0),
                                   batch_size=300, batch_sampling=sampling, splits=20)
     eps_nmax = 1.0 / 40
     assert res.extra["grad_sensitivity"] == grad_factor * 3.0
     assert res.extra["noisy_min_scale"] == pytest.approx(scale_factor * 3.0 / eps_nmax)
-    if name == "dp-agd":  # the scale NoisyMin really used
-        assert used and np.allclose(used, scale_factor * 3.0 / eps_nmax)
+    # the scale NoisyMin really used: the mean of its Exp(b) noise (±4 standard errors; the
+    # alternative scale is 2× or ½×)
+    drawn = np.concatenate(noises).ravel()
+    assert drawn.size > 500 and drawn.mean() == pytest.approx(scale_factor * 3.0 / eps_nmax, rel=0.15)
     assert res.grad_evals[0] == pytest.approx(0.1 * (res.extra["noisy_min_calls"][0]
                                                      - res.extra["grad_avg_calls"][0]), rel=0.1)
+
+
+@pytest.mark.parametrize("sem", [dp_agd.CORRECT, dp_agd.REFERENCE], ids=["correct", "reference"])
+@pytest.mark.parametrize("monotone", [True, False])
+def test_inline_noisy_min_draws_and_selects_as_the_privacy_module(sem, monotone):
+    # the run's NoisyMin (noise from the chain's generator, vectorised argmin) is report_noisy_min
+    # (or report_noisy_min_reference) on the same generator state: same draws, same choice
+    problem = synthetic(n=50)
+    sens, eps = 3.0, 0.05
+    hyper = {**HYPER, "batch_size": None if monotone else 10, "batch_sampling": "fixed"}
+    cfg = dp_agd._Config(problem, Privacy(1.0, 1e-8), sem, hyper)
+    cfg.scale, cfg.obj_clip = noisy_max_scale(sens, eps, monotone=monotone or sem.noise_added), sens
+    scores = np.random.default_rng(0).normal(0.0, 200.0, size=(40, 21))
+    chains = [dp_agd._Chain(cfg, np.random.default_rng(i), 0) for i in range(40)]
+    picked = dp_agd._select(scores, np.array([ch.noise() for ch in chains]), sem.noise_added)
+    for i in range(40):
+        rng = np.random.default_rng(i)
+        if sem.noise_added:
+            expected = report_noisy_min_reference(scores[i], sensitivity=sens, epsilon=eps, rng=rng)
+        else:
+            expected = report_noisy_min(scores[i], sensitivity=sens, epsilon=eps, rng=rng, monotone=monotone)
+        assert picked[i] == expected
 
 
 def test_exp_dec_above_one_raises_the_noisy_min_sensitivity_of_the_correct_variant():
@@ -271,3 +312,152 @@ def test_end_to_end_audit_reference_exceeds_its_epsilon_and_the_correct_variant_
         bounds[name] = result.epsilon_lower
     assert bounds["dp-agd-reference"] > privacy.epsilon  # claimed ε = 1 is violated
     assert bounds["dp-agd"] <= privacy.epsilon
+
+
+# -- lockstep draws ---------------------------------------------------------------------------------
+
+def _hyper(**over):
+    return {**HYPER, "splits": 10, **over}
+
+
+def _same_run(a, b):
+    return (np.array_equal(a.w, b.w) and a.ledger == b.ledger and a.chosen == b.chosen
+            and a.applied == b.applied and a.noisy_min_calls == b.noisy_min_calls
+            and a.grad_avg_calls == b.grad_avg_calls and a.rho_spent == b.rho_spent
+            and a.alpha_max == b.alpha_max and a.rho_ng == b.rho_ng and a.gradients == b.gradients)
+
+
+@pytest.mark.parametrize("sem", [dp_agd.CORRECT, dp_agd.REFERENCE], ids=["correct", "reference"])
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=["lr", "svm"])
+@pytest.mark.parametrize("draws", [1, 4])
+def test_lockstep_chains_equal_one_chain_at_a_time_bit_for_bit(sem, loss, draws):
+    # n > 256 so that the float32 score pass runs; λ > 0 and exp_dec < 1 so that GradAvg rounds
+    # (chains re-measuring while others step) are frequent
+    problem = synthetic(n=1500, seed=2, loss=loss, l2=1e-3)
+    privacy, hyper = Privacy(0.8, 1e-8), _hyper(exp_dec=0.95, splits=25)
+    together = dp_agd.run_chains(problem, privacy, draw_rngs(np.random.default_rng(9), draws), sem, **hyper)
+    alone = [dp_agd.run_chains(problem, privacy, [rng], sem, slots=[j], width=draws, **hyper)[0]
+             for j, rng in enumerate(draw_rngs(np.random.default_rng(9), draws))]
+    assert all(_same_run(a, b) for a, b in zip(together, alone))
+    assert all(t.grad_avg_calls > 0 and len(t.applied) > 5 for t in together)
+    if draws > 1:  # the chains stop at different rounds; the early finishers dropped out
+        assert len({t.noisy_min_calls + t.grad_avg_calls for t in together}) > 1
+    fit = get_algorithm("dp-agd" if sem is dp_agd.CORRECT else "dp-agd-reference").fit
+    res = fit(problem, privacy, np.random.default_rng(9), draws=draws, **hyper)
+    assert np.array_equal(res.weights, np.array([t.w for t in alone]))
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "fixed"])
+def test_lockstep_mini_batch_chains_equal_one_chain_at_a_time(sampling):
+    problem = synthetic(n=3000, seed=5, l2=1e-3)
+    privacy, hyper = Privacy(0.8, 1e-8), _hyper(batch_size=400, batch_sampling=sampling)
+    together = dp_agd.run_chains(problem, privacy, draw_rngs(np.random.default_rng(4), 3), dp_agd.CORRECT,
+                                 **hyper)
+    alone = [dp_agd.run_chains(problem, privacy, [rng], dp_agd.CORRECT, **hyper)[0]
+             for rng in draw_rngs(np.random.default_rng(4), 3)]
+    assert all(_same_run(a, b) for a, b in zip(together, alone))
+    assert len({t.noisy_min_calls + t.grad_avg_calls for t in together}) > 1
+
+
+def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
+    monkeypatch.setattr(dp_agd, "GROUP", 3)
+    assert dp_agd.groups(7, 100) == [(0, 3), (3, 3), (6, 1)]
+    assert dp_agd.groups(5, 3_000_000) == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]  # large n: small groups
+    problem, privacy, hyper = synthetic(n=600, seed=1), Privacy(1.0, 1e-8), _hyper()
+    res = get_algorithm("dp-agd").fit(problem, privacy, np.random.default_rng(3), draws=5, **hyper)
+    rngs = draw_rngs(np.random.default_rng(3), 5)
+    alone = [dp_agd.run_chains(problem, privacy, [rngs[j]], dp_agd.CORRECT, slots=[j - start], width=size,
+                               **hyper)[0].w
+             for start, size in [(0, 3), (3, 2)] for j in range(start, start + size)]
+    assert np.array_equal(res.weights, np.array(alone))
+
+
+def test_block_sizes_and_slot_validation():
+    assert [dp_agd._block_size(w) for w in (1, 2, 10, 16, 17, 40)] == [1, 2, 10, 16, 9, 14]
+    problem = synthetic(n=50)
+    with pytest.raises(ValueError, match="slots"):
+        dp_agd.run_chains(problem, Privacy(1.0, 1e-8), [np.random.default_rng(0)], dp_agd.CORRECT,
+                          slots=[2], width=2, **_hyper())
+
+
+# -- float32 scores -----------------------------------------------------------------------------------
+
+def bank_like(n=12_000, seed=0):
+    """BANK-shaped data: bias, 7 min–max features, 25 one-hot columns (5 groups), 12% positives."""
+    rng = np.random.default_rng(seed)
+    cont = rng.beta(2.0, 5.0, size=(n, 7))
+    cats = [np.eye(5)[rng.integers(0, 5, n)] for _ in range(5)]
+    X = np.column_stack([np.ones(n), cont, *cats])
+    logit = -2.5 + X[:, 1:] @ rng.normal(0.0, 1.5, X.shape[1] - 1)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(float)
+    return Problem(X, y, Logistic(), 1e-3)
+
+
+def test_float32_scores_select_as_float64_scores_do(monkeypatch):
+    """Selections with float32 scores agree with float64 ones in ≥ 99% of a run's searches (the
+    same noise for both), on BANK-shaped data, ε from 0.1 to 6.4 (noise scale 2700 to 42)."""
+    problem = bank_like()
+    monkeypatch.setattr(dp_agd, "SCORE_DTYPE", np.float64)
+    records = []
+    original = CandidateScorer.scores
+
+    def spy(self, z0, zd, alpha_max):
+        out = original(self, z0, zd, alpha_max)
+        records.append((z0.copy(), zd.copy(), alpha_max, out))
+        return out
+
+    monkeypatch.setattr(CandidateScorer, "scores", spy)
+    agree, total, worst = 0, 0, 0.0
+    scorer = CandidateScorer(problem.loss, 3.0, 20, dtype=np.float32)
+    scorer.set_rows(problem.y)
+    rng = np.random.default_rng(1)
+    for eps in (0.1, 0.4, 1.6, 6.4):
+        records.clear()
+        res = get_algorithm("dp-agd").fit(problem, Privacy(eps, 1e-8), np.random.default_rng(2))
+        scale = res.extra["noisy_min_scale"]
+        assert len(records) == res.extra["noisy_min_calls"][0] > 100
+        for z0, zd, alpha_max, s64 in records:
+            s32 = original(scorer, z0, zd, alpha_max)
+            worst = max(worst, np.abs(s32 - s64).max() / scale)
+            noise = rng.exponential(scale, size=(20, 21))
+            agree += np.count_nonzero(np.argmin(s32 - noise, axis=1) == np.argmin(s64 - noise, axis=1))
+            total += 20
+    assert agree >= 0.99 * total
+    assert worst < 1e-4  # score differences are far below the noise scale
+
+
+@pytest.mark.parametrize("clip", [3.0, 0.5, 20.0])
+def test_float32_per_row_terms_lie_in_zero_to_c(clip):
+    """Each row's float32 factor t = fl(1 + e^u) lies in [1, e^C] (its term log t in [0, C]),
+    including rows at the cap, above it and far outside [−80, 80] (the float64 direct rows);
+    adding a row moves every score by an amount in [0, C] (monotone, sensitivity C)."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    ucap = math.log(math.expm1(clip))
+    z0 = rng.normal(0.0, 3.0, n)
+    zd = rng.normal(0.0, 1.0, n)
+    y = (rng.random(n) < 0.5).astype(float)
+    s = 2 * y - 1
+    # rows whose u = −s·z reaches the cap exactly, just below it, at it on the grid's far end,
+    # and rows with |u| > 80 somewhere (direct block)
+    z0[:50] = -s[:50] * (ucap - np.linspace(-2e-3, 2e-3, 50))
+    zd[:50] = 0.0
+    z0[50:100], zd[50:100] = 0.0, s[50:100] * ucap / 2.0  # u = −k·h·ucap/2 ... reaches ±ucap
+    z0[100:110], zd[100:110] = -s[100:110] * 79.0, -s[100:110] * 1.0
+    z0[110:120] = s[110:120] * 85.0
+    for alpha_max in (0.5, 2.0, 6.0):
+        scorer = CandidateScorer(Logistic(), clip, 20, dtype=np.float32)
+        scorer.set_rows(y)
+        factors = np.empty((21, n), dtype=np.float32)
+        total = scorer._logistic32(z0, zd, alpha_max / 20, factors=factors)
+        assert factors.min() >= 1.0 and factors.max().astype(float) <= math.exp(clip)
+        naive = np.minimum(np.logaddexp(0.0, -s * (z0 - candidate_grid(alpha_max, 20)[:, None] * zd)),
+                           clip).sum(axis=1)
+        np.testing.assert_allclose(total, naive, rtol=1e-6, atol=1e-6 * n * clip)
+        for i in rng.choice(n, 10, replace=False):  # D' = D ∪ {row i}: scores rise by 0..C
+            keep = np.arange(n) != i
+            scorer.set_rows(y[keep])
+            without = scorer.scores(z0[keep], zd[keep], alpha_max)
+            scorer.set_rows(y)
+            change = scorer.scores(z0, zd, alpha_max) - without
+            assert np.all(change >= -1e-3) and np.all(change <= clip + 1e-3)

@@ -76,3 +76,42 @@ def test_dp_agd_style_loop_stops_when_next_charge_would_overspend():
 def test_docstring_cites_fixed_budget_filter_results():
     doc = P.ZCDPFilter.__doc__
     assert "Feldman" in doc and "Zrnic" in doc and "Whitehouse" in doc
+
+
+def test_totals_are_exact_so_rounding_never_lets_a_charge_through():
+    # Float accounting rounds (1 − 2⁻⁵³) + 2⁻⁵⁴ up to 1.0 and then 1.0 + 2⁻⁵⁴ down to 1.0, so it
+    # would accept charges of 2⁻⁵⁴ for ever. The filter's exact total accepts exactly two.
+    f = P.ZCDPFilter(1.0)
+    f.charge(1.0 - 2.0**-53)
+    accepted = sum(f.try_charge(2.0**-54, what="tiny") for _ in range(10))
+    assert accepted == 2
+    exact = sum((Fraction(c.rho) for c in f.ledger), Fraction(0))
+    assert exact == Fraction(f.budget) and f.remaining == 0.0 and not f.can_afford(5e-324)
+    # a charge that float addition would absorb entirely (1.0 + 1e-300 == 1.0) is refused
+    assert f.try_charge(0.0) and not f.try_charge(1e-300)
+    # subnormal charges and budgets are counted exactly too
+    g = P.ZCDPFilter(3 * 5e-324)
+    assert [g.try_charge(5e-324) for _ in range(4)] == [True, True, True, False]
+    assert g.spent == g.budget
+
+
+def test_exact_totals_agree_with_fraction_arithmetic_on_random_charges():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        f = P.ZCDPFilter(float(rng.uniform(1e-6, 10.0)))
+        exact = Fraction(0)
+        for _ in range(300):
+            rho = float(f.remaining * rng.uniform(0.0, 1.2) if rng.random() < 0.2
+                        else rng.exponential(f.budget / 200) * 10.0 ** rng.integers(-12, 1))
+            fits = exact + Fraction(rho) <= Fraction(f.budget)
+            assert f.can_afford(rho) == fits and f.try_charge(rho) == fits
+            exact += Fraction(rho) if fits else 0
+            assert f.spent == float(exact)
+            assert f.remaining == max(0.0, float(Fraction(f.budget) - exact))
+        assert [c.total for c in f.ledger][-1:] == [float(exact)] or not f.ledger
+
+
+def test_numpy_scalars_and_ints_are_accepted_as_charges():
+    f = P.ZCDPFilter(2)
+    assert f.try_charge(np.float64(0.5)) and f.try_charge(1) and f.try_charge(np.float32(0.25))
+    assert f.spent == 1.75 and all(type(c.rho) is float for c in f.ledger)

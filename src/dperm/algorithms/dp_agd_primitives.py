@@ -16,9 +16,10 @@ import math
 
 import numpy as np
 
+from ..losses import Hinge
 from ..privacy import ZCDPFilter
 
-__all__ = ["CodeBudget", "FilterBudget", "clipped_grad_from_scores", "grad_avg"]
+__all__ = ["CodeBudget", "FilterBudget", "clipped_dphi", "clipped_grad_from_scores", "grad_avg"]
 
 
 def clipped_grad_from_scores(loss, z, y, limit, X):
@@ -32,6 +33,23 @@ def clipped_grad_from_scores(loss, z, y, limit, X):
     np.maximum(d, limit[0], out=d)
     np.minimum(d, limit[1], out=d)
     return d @ X
+
+
+def clipped_dphi(loss, z, y, limit, out):
+    """The weights clip(φ'(z_i, y_i), −C/‖x_i‖, C/‖x_i‖) of :func:`clipped_grad_from_scores`,
+    written to ``out`` (the clipped gradient sum is then out·X)."""
+    if isinstance(loss, Hinge):  # φ' = −y where y·z < 1, else 0 (Hinge.dphi), without temporaries
+        np.multiply(z, y, out=out)
+        np.less(out, 1.0, out=out)
+        np.multiply(out, y, out=out)
+        np.negative(out, out=out)
+        d = out
+    else:
+        np.copyto(out, z)
+        d = loss._dphi_overwrite(out, y)  # the logistic kernel works in place; others allocate
+    np.maximum(d, limit[0], out=out)
+    np.minimum(out, limit[1], out=out)
+    return out
 
 
 def grad_avg(estimate, rho_old, rho_new, true_grad, sensitivity, rng):

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 from ._validation import check_delta, check_rho
 from .zcdp import zcdp_from_dp, zcdp_to_dp
 
 __all__ = ["BudgetExceededError", "Charge", "ZCDPFilter"]
+
+# Every finite double is an integer multiple of 2**-1074 (the smallest subnormal), so a sum of
+# doubles kept as an integer count of 2**-1074 units is exact: no rounding in either direction.
+_SHIFT = 1074
+_ONE = 1 << _SHIFT
+
+
+def _units(x: float) -> int:
+    """x·2**1074 as an exact integer, for a finite double x >= 0."""
+    num, den = x.as_integer_ratio()  # den = 2**j with j <= 1074
+    return num << (_SHIFT + 1 - den.bit_length())
+
+
+def _rho(rho) -> float:
+    """A valid charge as a float: the fast path for plain non-negative finite floats/ints, the
+    shared validator (with its error messages) for anything else."""
+    if type(rho) is float or type(rho) is int:
+        r = float(rho)
+        if r >= 0.0 and r != math.inf:  # NaN fails the first test
+            return r
+    return float(check_rho(rho))
 
 
 class BudgetExceededError(RuntimeError):
@@ -52,9 +72,10 @@ class ZCDPFilter:
     """
 
     def __init__(self, budget) -> None:
-        self._budget = check_rho(budget, "budget", allow_zero=False)
-        self._ledger: list[Charge] = []
-        self._exact_spent = Fraction(0)  # floats are dyadic rationals: this sum has no rounding
+        self._budget = float(check_rho(budget, "budget", allow_zero=False))
+        self._ledger: list[tuple] = []  # (what, rho, total in units); Charges are built on demand
+        self._budget_units = _units(self._budget)
+        self._spent_units = 0  # exact total charged, in units of 2**-1074
 
     @classmethod
     def from_dp(cls, epsilon, delta) -> "ZCDPFilter":
@@ -69,18 +90,18 @@ class ZCDPFilter:
 
     @property
     def spent(self) -> float:
-        """ρ charged so far (the exact sum of the ledger, rounded once)."""
-        return float(self._exact_spent)
+        """ρ charged so far (the exact sum of the ledger, rounded once, to nearest)."""
+        return self._spent_units / _ONE  # int / int is correctly rounded
 
     @property
     def remaining(self) -> float:
-        """ρ still available (never negative)."""
-        return max(0.0, float(Fraction(self._budget) - self._exact_spent))
+        """ρ still available (never negative; the exact remainder rounded once, to nearest)."""
+        return max(0.0, (self._budget_units - self._spent_units) / _ONE)
 
     @property
     def ledger(self) -> tuple[Charge, ...]:
         """All charges so far, oldest first."""
-        return tuple(self._ledger)
+        return tuple(Charge(what, rho, total / _ONE) for what, rho, total in self._ledger)
 
     def epsilon(self, delta) -> float:
         """(ε, δ)-DP guarantee of what has been spent so far (Bun & Steinke Prop. 1.3)."""
@@ -89,8 +110,7 @@ class ZCDPFilter:
     # -- charging ----------------------------------------------------------------------------
     def can_afford(self, rho) -> bool:
         """Whether a charge of ``rho`` would keep the total within the budget."""
-        r = check_rho(rho)
-        return self._exact_spent + Fraction(r) <= Fraction(self._budget)
+        return self._spent_units + _units(_rho(rho)) <= self._budget_units
 
     def charge(self, rho, what: str = "") -> float:
         """Record a charge of ``rho`` for ``what``; return the remaining budget.
@@ -98,22 +118,24 @@ class ZCDPFilter:
         Raises :class:`BudgetExceededError` (and records nothing) if the total would exceed the
         budget, and ``ValueError`` for a negative or non-finite ``rho``.
         """
-        r = check_rho(rho)
-        if not self.can_afford(r):
+        r = _rho(rho)
+        if not self._record(r, what):
             raise BudgetExceededError(
                 f"charging rho={r!r} for {what or 'an unnamed primitive'} would exceed the zCDP "
                 f"budget: spent {self.spent!r} of {self._budget!r}, remaining {self.remaining!r}"
             )
-        self._exact_spent += Fraction(r)
-        self._ledger.append(Charge(str(what), r, self.spent))
         return self.remaining
 
     def try_charge(self, rho, what: str = "") -> bool:
         """Charge ``rho`` if affordable and return ``True``; otherwise record nothing, return ``False``."""
-        try:
-            self.charge(rho, what)
-        except BudgetExceededError:
+        return self._record(_rho(rho), what)
+
+    def _record(self, r: float, what) -> bool:
+        total = self._spent_units + _units(r)
+        if total > self._budget_units:
             return False
+        self._spent_units = total
+        self._ledger.append((str(what), r, total))
         return True
 
     def charge_remaining(self, what: str = "") -> float:
