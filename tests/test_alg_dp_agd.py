@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dperm.algorithms import dp_agd, dp_agd_primitives
+from dperm.algorithms import dp_agd, dp_agd_engine, dp_agd_primitives
 from dperm.algorithms.base import Privacy, draw_rngs
 from dperm.algorithms.dp_agd_scores import CandidateScorer, candidate_grid, naive_candidate_scores
 from dperm.algorithms.registry import get_algorithm
@@ -145,8 +145,8 @@ def test_grad_avg_running_estimate_has_the_variance_of_one_measurement_at_the_to
     running, with_first, rho = first, first, rho0
     for _ in range(4):  # four consecutive failures, ρ_ng ← 1.1 ρ_ng each time
         new = 1.1 * rho
-        running = dp_agd.grad_avg(running, rho, new, g, sens, rng)
-        with_first = dp_agd.grad_avg(first, rho, new, g, sens, rng)
+        running = dp_agd_primitives.grad_avg(running, rho, new, g, sens, rng)
+        with_first = dp_agd_primitives.grad_avg(first, rho, new, g, sens, rng)
         rho = new
     target = sens**2 / (2 * rho)
     np.testing.assert_allclose(running.mean(axis=0), g, atol=6 * math.sqrt(target / reps))
@@ -163,7 +163,7 @@ def test_grad_avg_is_fed_the_running_estimate_or_the_code_s_first_measurement(se
         calls.append((estimate, out))
         return out
 
-    monkeypatch.setattr(dp_agd, "grad_avg", spy)
+    monkeypatch.setattr(dp_agd_engine, "grad_avg", spy)
     # exp_dec < 1 favours the step 0, so GradAvg often runs several times in a row
     run(synthetic(n=500), 1.0, 7, sem=sem, splits=20, exp_dec=0.2)
     inputs = [id(e) for e, _ in calls]
@@ -200,8 +200,8 @@ def test_mini_batch_sensitivities(name, sampling, grad_factor, scale_factor, mon
         noises.append(noise)
         return select(scores, noise, added)
 
-    select = dp_agd._select
-    monkeypatch.setattr(dp_agd, "_select", spy)
+    select = dp_agd_engine._select
+    monkeypatch.setattr(dp_agd_engine, "_select", spy)
     problem = synthetic(n=3000, seed=6)
     res = get_algorithm(name).fit(problem, Privacy(1.0, 1e-8), np.random.default_rng(0),
                                   batch_size=300, batch_sampling=sampling, splits=20)
@@ -224,11 +224,11 @@ def test_inline_noisy_min_draws_and_selects_as_the_privacy_module(sem, monotone)
     problem = synthetic(n=50)
     sens, eps = 3.0, 0.05
     hyper = {**HYPER, "batch_size": None if monotone else 10, "batch_sampling": "fixed"}
-    cfg = dp_agd._Config(problem, Privacy(1.0, 1e-8), sem, hyper)
+    cfg = dp_agd_engine._Config(problem, Privacy(1.0, 1e-8), sem, hyper)
     cfg.scale, cfg.obj_clip = noisy_max_scale(sens, eps, monotone=monotone or sem.noise_added), sens
     scores = np.random.default_rng(0).normal(0.0, 200.0, size=(40, 21))
-    chains = [dp_agd._Chain(cfg, np.random.default_rng(i), 0) for i in range(40)]
-    picked = dp_agd._select(scores, np.array([ch.noise() for ch in chains]), sem.noise_added)
+    chains = [dp_agd_engine._Chain(cfg, np.random.default_rng(i), 0) for i in range(40)]
+    picked = dp_agd_engine._select(scores, np.array([ch.noise() for ch in chains]), sem.noise_added)
     for i in range(40):
         rng = np.random.default_rng(i)
         if sem.noise_added:
@@ -360,7 +360,7 @@ def test_lockstep_mini_batch_chains_equal_one_chain_at_a_time(sampling):
 
 
 def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
-    monkeypatch.setattr(dp_agd, "GROUP", 3)
+    monkeypatch.setattr(dp_agd_engine, "GROUP", 3)
     assert dp_agd.groups(7, 100) == [(0, 3), (3, 3), (6, 1)]
     assert dp_agd.groups(5, 3_000_000) == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]  # large n: small groups
     problem, privacy, hyper = synthetic(n=600, seed=1), Privacy(1.0, 1e-8), _hyper()
@@ -373,7 +373,7 @@ def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
 
 
 def test_block_sizes_and_slot_validation():
-    assert [dp_agd._block_size(w) for w in (1, 2, 10, 16, 17, 40)] == [1, 2, 10, 16, 9, 14]
+    assert [dp_agd_engine._block_size(w) for w in (1, 2, 10, 16, 17, 40)] == [1, 2, 10, 16, 9, 14]
     problem = synthetic(n=50)
     with pytest.raises(ValueError, match="slots"):
         dp_agd.run_chains(problem, Privacy(1.0, 1e-8), [np.random.default_rng(0)], dp_agd.CORRECT,
@@ -397,7 +397,7 @@ def test_float32_scores_select_as_float64_scores_do(monkeypatch):
     """Selections with float32 scores agree with float64 ones in ≥ 99% of a run's searches (the
     same noise for both), on BANK-shaped data, ε from 0.1 to 6.4 (noise scale 2700 to 42)."""
     problem = bank_like()
-    monkeypatch.setattr(dp_agd, "SCORE_DTYPE", np.float64)
+    monkeypatch.setattr(dp_agd_engine, "SCORE_DTYPE", np.float64)
     records = []
     original = CandidateScorer.scores
 
