@@ -25,18 +25,21 @@ def source_fingerprint(*parts: str) -> str:
     return digest.hexdigest()[:16]
 
 
-SHARED_RUN_CODE = ("privacy", "protocol", "losses", "problem", "solvers", "algorithms/base",
-                   "algorithms/registry")
+# What every cell runs whatever its algorithm: the protocol, and the objects handed to the
+# algorithm (the problem, its loss, the solvers). Anything else an algorithm uses (a privacy
+# mechanism, an accountant, a helper module) is found by following its imports.
+SHARED_RUN_CODE = ("protocol", "losses", "problem", "solvers", "algorithms/base", "algorithms/registry")
 
 
 def _algorithm_modules(module_name: str) -> set[str]:
-    """The algorithm-package modules ``module_name`` uses, transitively (via its globals)."""
+    """The dperm modules ``module_name`` uses, transitively (via its globals): helper modules,
+    privacy mechanisms and accountants."""
     import importlib
     import inspect
     import sys
 
     importlib.import_module(module_name)
-    package = module_name.rsplit(".", 1)[0]
+    package = __name__.rsplit(".", 1)[0]  # dperm
     seen, todo = set(), [module_name]
     while todo:
         name = todo.pop()
@@ -52,8 +55,8 @@ def _algorithm_modules(module_name: str) -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def algorithm_fingerprint(*names: str) -> str:
-    """Fingerprint of the code the named registered algorithms run: their modules and the
-    algorithm-package modules those import (transitively), plus the shared numerical core.
+    """Fingerprint of the code the named registered algorithms run: their modules and the dperm
+    modules those import (transitively), plus the shared numerical core.
     Editing one algorithm's module then reruns only the cells that run that code."""
     import sys
 
