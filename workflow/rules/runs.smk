@@ -58,6 +58,9 @@ rule run_cell:
         "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
     params:
         spec=cell_spec_param,
+        # While the tune checkpoint is pending (dry runs), the inputs are only the checkpoint's
+        # output; the command is formatted anyway, so every input is read defensively.
+        data=lambda wildcards, input: input.data if hasattr(input, "data") else "<pending>",
         optimum=lambda wildcards, input: (
             f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
         ),
@@ -71,4 +74,4 @@ rule run_cell:
         "../envs/dperm.yaml"
     shell:
         "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
-        " --data {input.data} {params.optimum} --out {output} > {log} 2>&1"
+        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
