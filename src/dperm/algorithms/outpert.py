@@ -93,15 +93,25 @@ def gd_endpoint(problem, steps: int, learning_rate: float):
     return w.copy(), seconds
 
 
+def _as_float(value) -> float:
+    """float(value), or NaN for what is not a number (None, a string): the callers then raise
+    their ValueError naming the value instead of a bare TypeError (e.g. ``solution_bound: null``)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not float(value).is_integer() or int(value) < 1:
+    x = _as_float(value)
+    if isinstance(value, bool) or not (math.isfinite(x) and x.is_integer() and x >= 1):
         raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-    return int(value)
+    return int(x)
 
 
 def _positive_float(value, name: str, what: str) -> float:
-    x = float(value)
-    if not (math.isfinite(x) and x > 0):
+    x = _as_float(value)
+    if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
         raise ValueError(f"{name} must be a finite number > 0 ({what}); got {name}={value!r}")
     return x
 
