@@ -74,7 +74,8 @@ def _best_other(cells: pd.DataFrame, eps: float, exclude: str):
         if key == exclude:
             continue
         rows = cells[cells["algorithm"] == key]
-        rows = rows[[_x(r) <= eps * (1 + 1e-9) for _, r in rows.iterrows()]]
+        # a boolean array, not a list: an empty list would select no columns instead of no rows
+        rows = rows[np.array([_x(r) <= eps * (1 + 1e-9) for _, r in rows.iterrows()], dtype=bool)]
         if key != "sgd-ma":
             rows = rows[np.isclose(rows["epsilon"].astype(float), eps)]
         for _, r in rows.iterrows():
