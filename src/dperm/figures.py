@@ -131,18 +131,19 @@ def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption=""
     _save(fig, png, pdf)
 
 
-def _legend_and_caption(fig, axes, title, caption):
+def _legend_and_caption(fig, axes, title, caption, ncol=5):
     handles, labels = {}, {}
     for ax in axes.flat:
         for h, l in zip(*ax.get_legend_handles_labels()):
             labels.setdefault(l, h)
     handles = list(labels.values())
+    rows = -(-len(handles) // ncol)  # legend rows below the panels
     if handles:
-        fig.legend(handles, list(labels), loc="lower center", ncol=min(5, len(handles)), fontsize=8,
+        fig.legend(handles, list(labels), loc="lower center", ncol=min(ncol, len(handles)), fontsize=8,
                    frameon=False, bbox_to_anchor=(0.5, -0.02))
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.08 + 0.03 * (len(handles) > 5), 1, 0.97 if title else 1))
+    fig.tight_layout(rect=(0, 0.045 + 0.035 * max(rows, 1), 1, 0.97 if title else 1))
     if caption:
-        fig.text(0.5, -0.06 - 0.03 * (len(handles) > 5), caption, ha="center", va="top", fontsize=7.5,
+        fig.text(0.5, -0.03 - 0.03 * max(rows, 1), caption, ha="center", va="top", fontsize=7.5,
                  wrap=True, color="dimgray")

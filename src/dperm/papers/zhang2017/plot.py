@@ -61,7 +61,7 @@ def error_figure(t: pd.DataFrame, png, pdf, *, title="", caption=""):
 
 
 def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     styles = {"theorem4": ("tab:purple", "o", "Theorem 4 noise (ε ≤ 1)"),
               "calibrated": ("tab:green", "s", "calibrated noise (all ε)")}
     for noise, g in table.groupby("noise"):
@@ -69,7 +69,10 @@ def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
         g = g.sort_values("epsilon")
         mean, half = g["grad_norm_sq_mean"].to_numpy(float), g["grad_norm_sq_ci95"].fillna(0).to_numpy(float)
         ax.plot(g["epsilon"], mean, marker=marker, color=colour, lw=1.3, ms=4, label=f"E‖∇F(w_R)‖², {label}")
-        ax.fill_between(g["epsilon"], _positive(mean - half), mean + half, color=colour, alpha=0.15, lw=0)
+        # where the interval reaches 0 its lower edge is drawn at a tenth of the smallest mean (a log
+        # axis cannot show 0); the table has the numbers
+        low = np.where(mean - half > 0, mean - half, 0.1 * np.nanmin(table["grad_norm_sq_mean"]))
+        ax.fill_between(g["epsilon"], low, mean + half, color=colour, alpha=0.15, lw=0)
         ax.plot(g["epsilon"], g["theorem5_bound"], color=colour, ls=":", lw=1.2, label=f"Theorem 5 bound, {label}")
     init = table["grad_norm_sq_at_init"].iloc[0]
     ax.axhline(init, color="black", ls="--", lw=1.0, label="‖∇F(w₀)‖² at the random initialisation")
@@ -78,5 +81,5 @@ def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
     ax.set_xlabel("ε (log scale)")
     ax.set_ylabel("squared gradient norm")
     ax.grid(alpha=0.3, which="both", lw=0.5)
-    _legend_and_caption(fig, np.array([[ax]]), title, caption)
+    _legend_and_caption(fig, np.array([[ax]]), title, caption, ncol=2)
     _save(fig, png, pdf)
