@@ -1,0 +1,163 @@
+"""Lee & Kifer 2018 reproduction: the Table 1 noisy gradient descent, the Table 1 join with the
+published column, the Table 2 layout, and the claims check (on hand-built summaries)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dperm.papers.lee2018 import claims, noisy_gd_table, table1, table2
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "config" / "published" / "lee2018_table1.csv"
+SMALL_EPS = [0.05, 0.1, 0.2, 0.4, 0.8]
+
+
+def separable(n=200, p=10, seed=0):
+    """Rows in the unit ball (so the mean logistic loss is 1/4-smooth), labels {0,1} from a plane."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, (X @ rng.normal(size=p) > 0).astype(float)
+
+
+# -- Table 1: noisy gradient descent -------------------------------------------------------------
+
+def test_noise_free_descent_matches_gradient_norm_and_decreases():
+    """Without noise the noisy column is the gradient itself, t runs 0..steps, f(w_0) = log 2, and
+    gradient descent with a step below 2/β decreases the objective at every step."""
+    X, y = separable()
+    table = noisy_gd_table(X, y, steps=15, learning_rate=1.0, noise_norm=0.0, runs=2, seed=3)
+    assert table["t"].tolist() == list(range(16))
+    np.testing.assert_array_equal(table["grad_norm"], table["noisy_grad_norm"])
+    assert table["objective"].iloc[0] == pytest.approx(np.log(2))
+    assert (np.diff(table["objective"]) < 0).all()
+    assert (table["noise_rms"] == 0.0).all()
+
+
+def test_noise_is_isotropic_with_the_given_rms():
+    """Y_t ~ N(0, σ²/p I): E‖∇f + Y‖² = ‖∇f‖² + σ² (not + pσ², not + σ), checked on the mean of
+    many runs at every t."""
+    X, y = separable(p=40, seed=1)
+    sigma = 0.5
+    table = noisy_gd_table(X, y, steps=5, learning_rate=0.5, noise_norm=sigma, runs=600, seed=7)
+    expected = table["grad_norm"] ** 2 + sigma**2
+    np.testing.assert_allclose(table["noisy_grad_norm"] ** 2, expected, rtol=0.05)
+    assert (table["noise_rms"] == sigma).all()
+
+
+def test_noisy_table_is_reproducible_from_the_seed():
+    """Same seed → identical table; another seed → a different one."""
+    X, y = separable()
+    kwargs = dict(steps=4, learning_rate=1.0, noise_norm=0.3, runs=3)
+    a, b = noisy_gd_table(X, y, seed=11, **kwargs), noisy_gd_table(X, y, seed=11, **kwargs)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a["noisy_grad_norm"], noisy_gd_table(X, y, seed=12, **kwargs)["noisy_grad_norm"])
+
+
+def test_table1_joins_published_columns_on_t():
+    """Rows are matched on t (not position), only shared t are kept, columns come in the order
+    ours/published pairwise, and the published values are carried over unchanged."""
+    X, y = separable()
+    ours = noisy_gd_table(X, y, steps=3, learning_rate=1.0, noise_norm=0.5, runs=2, seed=0)
+    published = pd.read_csv(PUBLISHED, comment="#")
+    joined = table1(ours, published.sample(frac=1.0, random_state=0))
+    assert list(joined.columns) == ["t", "grad_norm", "grad_norm_published", "noisy_grad_norm",
+                                    "noisy_grad_norm_published", "noise_rms", "objective", "objective_published"]
+    assert joined["t"].tolist() == [0, 1, 2, 3]
+    pub = published.set_index("t").loc[joined["t"]]
+    for column in ("grad_norm", "noisy_grad_norm", "objective"):
+        np.testing.assert_array_equal(joined[f"{column}_published"], pub[column])
+        np.testing.assert_array_equal(joined[column], ours[column])
+
+
+# -- Table 2 -------------------------------------------------------------------------------------
+
+def test_table2_keeps_key_order_and_marks_missing_datasets_na():
+    """A dataset absent from the input is a row of NA counts, and rows follow ``keys``, not the input."""
+    datasets = pd.DataFrame({"dataset": ["kddcup99", "adult"], "n": [494021, 45222], "p": [120, 105],
+                             "lee2018_n": [4898431, 48842], "lee2018_dim": [125, 124], "label": ["attack", ">50K"],
+                             "positive_rate": [0.8, 0.25], "status": ["ok", "ok"]})
+    out = table2(datasets, keys=("kddcup99", "bank-dpagd", "adult"))
+    assert out["dataset"].tolist() == ["kddcup99", "bank-dpagd", "adult"]
+    assert out["n_ours"].tolist()[::2] == [494021, 45222] and out["dim_paper"].tolist()[::2] == [125, 124]
+    for column in ("n_ours", "dim_ours", "n_paper", "dim_paper"):
+        assert pd.isna(out[column].iloc[1])
+    assert out["label"].tolist()[::2] == ["attack", ">50K"]
+
+
+# -- claims --------------------------------------------------------------------------------------
+
+def row(algorithm, epsilon, accuracy, *, ci=0.002, objective=0.5, spent=None, dataset="adult", model="lr"):
+    """One summary cell; SGD-MA rows (``spent`` given) have setting 'T…' and ε = inf as the runner writes."""
+    computed = spent is not None
+    return {"dataset": dataset, "model": model, "algorithm": algorithm,
+            "setting": "T1000" if computed else f"{epsilon:g}", "epsilon": np.inf if computed else epsilon,
+            "accuracy_mean": accuracy, "accuracy_ci95": ci, "objective_mean": objective,
+            "epsilon_spent_mean": spent if computed else epsilon}
+
+
+def grid(agd, others, extra=()):
+    """DP-AGD at ``agd`` accuracy and ObjPert/PrivGene at ``others`` accuracy for every ε up to 1.6."""
+    rows = [row("dp-agd", e, agd) for e in SMALL_EPS + [1.6]]
+    rows += [row(k, e, others) for k in ("objpert", "privgene") for e in SMALL_EPS + [1.6]]
+    return pd.DataFrame(rows + list(extra))
+
+
+def verdict(table, prefix):
+    hit = table[table["claim"].str.startswith(prefix)]
+    assert len(hit) == 1, table
+    return hit["verdict"].iloc[0]
+
+
+@pytest.mark.parametrize("agd, others, expected", [(0.85, 0.70, "supported"), (0.60, 0.80, "not supported")])
+def test_dp_agd_claim_clear_win_and_clear_loss(agd, others, expected):
+    """DP-AGD well above every rival at each ε ≤ 0.8 is 'supported'; well below everywhere is not."""
+    out = claims(grid(agd, others))
+    assert list(out.columns) == ["claim", "dataset", "model", "verdict", "evidence"]
+    assert verdict(out, "DP-AGD is best") == expected
+
+
+def test_dp_agd_rivals_are_compared_at_their_own_privacy():
+    """A rival only counts at ε at least its own: ObjPert excellent at ε = 1.6 alone does not beat DP-AGD
+    at 0.1, and SGD-MA counts at the ε it spent (0.3 → rival at 0.4 and 0.8 only: 3/5, 'partly')."""
+    extra = [row("objpert", 1.6, 0.99), row("sgd-ma", None, 0.95, spent=0.3)]
+    rows = [row("dp-agd", e, 0.80) for e in SMALL_EPS] + [row("privgene", e, 0.70) for e in SMALL_EPS]
+    out = claims(pd.DataFrame(rows + extra))
+    assert verdict(out, "DP-AGD is best") == "partly"
+    assert "competitive at 3/5" in out["evidence"].iloc[0]
+
+
+def test_claims_with_no_rival_rows_at_all():
+    """Regression: with only DP-AGD and SGD-MA (spent ε above every small ε) the rival set is empty for
+    each algorithm; filtering an empty frame used to select no columns and raise KeyError 'epsilon'."""
+    summary = pd.DataFrame([row("dp-agd", e, 0.8) for e in SMALL_EPS + [1.6]] + [row("sgd-ma", None, 0.9, spent=1.2)])
+    out = claims(summary)
+    assert verdict(out, "DP-AGD is best") == "supported"
+    assert "competitive at 5/5" in out["evidence"].iloc[0]
+    assert verdict(out, "SGD-MA is best for ε > 0.8 (RDP") == "supported"
+
+
+def test_sgd_ma_not_testable_without_a_setting_in_the_window():
+    """SGD-MA spent ε of 0.5 and 2.0 brackets (0.8, 1.6] without entering it: 'not testable', while
+    ε = 1.6 exactly is in the window."""
+    out = claims(grid(0.8, 0.7, [row("sgd-ma", None, 0.9, spent=0.5), row("sgd-ma", None, 0.9, spent=2.0)]))
+    assert verdict(out, "SGD-MA is best for ε > 0.8 (RDP") == "not testable"
+    assert verdict(out, "SGD-MA is best for ε > 0.8 (moments") == "not testable"
+    edge = claims(grid(0.8, 0.7, [row("sgd-ma", None, 0.6, spent=1.6)]))
+    assert verdict(edge, "SGD-MA is best for ε > 0.8 (RDP") == "not supported"
+
+
+@pytest.mark.parametrize("acc04, obj04, expected", [
+    (0.85, 0.35, "supported"),       # accuracy falls while the objective falls
+    (0.85, 0.45, "partly"),          # accuracy falls, objective rises
+    (0.90, 0.35, "partly"),          # accuracy rises, objective falls
+    (0.90, 0.45, "not supported"),   # both rise
+])
+def test_bank_svm_instability_claim(acc04, obj04, expected):
+    """BANK SVM: DP-AGD accuracy at ε = 0.4 below ε = 0.1 while the objective still decreases."""
+    cells = [row("dp-agd", 0.1, 0.88, objective=0.40, dataset="bank-dpagd", model="svm"),
+             row("dp-agd", 0.4, acc04, objective=obj04, dataset="bank-dpagd", model="svm")]
+    assert verdict(claims(pd.DataFrame(cells)), "DP-AGD is unstable") == expected
