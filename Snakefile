@@ -16,6 +16,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/reports.smk"
 include: "workflow/rules/lee2018.smk"
+include: "workflow/rules/zhang2017_common.smk"
 include: "workflow/rules/zhang2017.smk"
 
 
