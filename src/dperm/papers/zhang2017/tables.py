@@ -137,7 +137,7 @@ def table3_note(t: pd.DataFrame, experiments: dict, tuning: str) -> str:
               for d, h in e.get("per_dataset", {}).items()}
     return (
         "Table 3 (Zhang et al. 2017): error E[F(w_priv)] − F(ŵ) on the training set (F with its μ-term, "
-        "ŵ from L-BFGS to ‖∇F‖ ≤ 1e-9, certified by strong convexity when μ > 0) as mean ± 95% t-interval "
+        "ŵ from Newton (L-BFGS where Newton stalls) to ‖∇F‖ ≤ 1e-9, certified by strong convexity when μ > 0) as mean ± 95% t-interval "
         f"half-width over {', '.join(map(str, draws))} independent runs per cell, and seconds per run, δ = 0.001. "
         "**Follows the paper**: OutPert-GD is Alg. 1 with T and η of Theorem 2 (μ > 0) or 3 (μ = 0), Θ-constants 1; "
         "Bassily et al. is mini-batch noisy SGD with m = 50 (sampled with replacement), BST14's step sizes "
