@@ -9,6 +9,7 @@ from scipy import stats
 from dperm.algorithms import Privacy, get_algorithm
 from dperm.algorithms.privgene import (
     _Nonzeros,
+    _RowEntries,
     candidate,
     privgene_iterations,
     relative_scores,
@@ -59,6 +60,38 @@ def test_vectorised_scores_equal_a_naive_loop(loss, ridge):
         for lookup in (True, False):  # full-data block (tabulated e^δ − 1) and mini-batch block
             got = scores(loss, X, y, parent, 0.37, 2.5, ridge, lookup)
             assert np.allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Hinge(), HuberHinge(0.5)], ids=repr)
+def test_batch_entries_score_as_the_dense_batch_block(loss):
+    """Mini-batches are cut from the whole data's non-zeros (row order, bincount sums) instead of
+    scanning the dense batch rows: the scores must be those of the dense block, whose column-order
+    construction the naive loop above checks."""
+    rng = np.random.default_rng(12)
+    X = sparse_data(rng, n=400, p=9)
+    X[7] = 0.0  # an all-zero row and an all-zero column
+    X[:, 4] = 0.0
+    y = labels(rng, loss, 400)
+    entries = _RowEntries(X)
+    for size in (1, 37, 400):
+        rows = np.sort(rng.choice(400, size=size, replace=False))
+        parent = rng.normal(size=9)
+        block = entries.batch(rows, y[rows], loss)
+        got = relative_scores(loss, block, X[rows] @ parent, y[rows], parent, 0.21, 3.0, 1.0)
+        want = scores(loss, X[rows], y[rows], parent, 0.21, 3.0, 1.0, lookup=False)
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(np.sort(block.vals), np.sort(X[rows][X[rows] != 0]))
+
+
+def test_row_entries_move_tracks_the_margins():
+    rng = np.random.default_rng(13)
+    X = sparse_data(rng, n=200, p=7)
+    entries, w, margins = _RowEntries(X), np.zeros(7), np.zeros(200)
+    for _ in range(50):
+        j, delta = int(rng.integers(7)), float(rng.normal())
+        w[j] += delta
+        entries.move(margins, j, delta)
+    assert np.allclose(margins, X @ w, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("loss,C", [(Logistic(), 1.0), (Hinge(), 10.0)], ids=["LR", "SVM"])
