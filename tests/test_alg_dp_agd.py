@@ -461,3 +461,53 @@ def test_float32_per_row_terms_lie_in_zero_to_c(clip):
             scorer.set_rows(y)
             change = scorer.scores(z0, zd, alpha_max) - without
             assert np.all(change >= -1e-3) and np.all(change <= clip + 1e-3)
+
+
+def test_float32_search_products_move_scores_far_below_the_noise():
+    """Full-batch logistic runs take X·d in float32 (dp_agd_engine._FullBatch): against float64
+    products and scores, the scores move by < 1e-4 of the smallest NoisyMin noise scale used
+    (C_obj/ε_nmax ≈ 42 at ε = 6.4, the default splits)."""
+    problem = bank_like()
+    X32 = problem.X.astype(np.float32)
+    rng = np.random.default_rng(3)
+    s32, s64 = (CandidateScorer(problem.loss, 3.0, 20, dtype=t) for t in (np.float32, np.float64))
+    s32.set_rows(problem.y)
+    s64.set_rows(problem.y)
+    worst = 0.0
+    for _ in range(30):
+        w = rng.normal(0.0, 2.0, problem.p)
+        d = rng.normal(0.0, 1.0, problem.p)
+        d /= np.linalg.norm(d)
+        alpha_max = rng.choice([0.1, 1.0, 5.0])
+        want = s64.scores(problem.X @ w, problem.X @ d, alpha_max)
+        got = s32.scores(problem.X @ w, X32 @ d.astype(np.float32), alpha_max)
+        worst = max(worst, np.abs(got - want).max())
+    assert worst / 42.0 < 1e-4
+
+
+@pytest.mark.parametrize("refresh", [1, 32, 10**9])
+def test_full_batch_keeps_x_w_along_the_steps(refresh, monkeypatch):
+    """X·w follows accepted steps with float32 X·d and is recomputed every REFRESH steps: it
+    stays within 1e-6 (relative) of X·w even never refreshed, and is exact when refreshed
+    after every step."""
+    monkeypatch.setattr(dp_agd_engine, "REFRESH", refresh)
+    engines = []
+    original = dp_agd_engine._FullBatch.run
+
+    def spy(self, chains):
+        original(self, chains)
+        engines.append((self, chains))
+
+    monkeypatch.setattr(dp_agd_engine._FullBatch, "run", spy)
+    problem = bank_like(n=3000)
+    traces = dp_agd.run_chains(problem, Privacy(1.6, 1e-8), draw_rngs(np.random.default_rng(5), 3),
+                               dp_agd.CORRECT, **HYPER)
+    (engine, chains), = engines
+    assert engine.Zd.dtype == np.float32
+    for ch, trace in zip(chains, traces):
+        assert len(trace.applied) > 40
+        exact = problem.X @ trace.w
+        if refresh == 1:
+            assert np.array_equal(engine.Z0[ch.slot], engine.XT.T @ trace.w)
+        else:
+            assert np.allclose(engine.Z0[ch.slot], exact, rtol=1e-6, atol=1e-6 * np.abs(exact).max())

@@ -26,6 +26,7 @@ GROUP = 16  # chains advanced in lockstep together
 GROUP_ELEMENTS = 4_000_000  # … and at most this many (chains × rows) per buffer
 BLOCK = 16  # chains per matrix product (one block per group up to 16 chains: fewest passes over X)
 SCORE_DTYPE = np.float32  # precision of the logistic candidate scores (dp_agd_scores, "float32")
+REFRESH = 32  # full-batch: X·w is recomputed exactly every REFRESH accepted steps (float32 X·d)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,14 @@ class _FullBatch:
     of a round are done for blocks of chains at once (BLAS-3): the clipped sums R·X of the chains
     that moved and the search products D·Xᵀ of all searching chains; X·w is kept per chain and
     updated along accepted steps. Chains sit at fixed rows (their slots) of the block buffers,
-    so a chain's products never depend on which other chains are active."""
+    so a chain's products never depend on which other chains are active.
+
+    With float32 scores (logistic loss) the search products D·Xᵀ are float32 too (half the
+    memory traffic; the scores round X·d to float32 anyway). Privacy is unaffected: row i's
+    score term is still a function of (x_i, y_i) and released values alone, in [0, C_obj]
+    (dp_agd_scores, "float32 scores"). X·w then follows the steps with float32-accurate X·d,
+    so it is recomputed exactly every REFRESH accepted steps (drift ≲ 1e-6 relative in between).
+    The gradient products R·X stay float64: their sensitivity argument is the float64 one."""
 
     def __init__(self, cfg, width):
         self.cfg = cfg
@@ -247,18 +255,25 @@ class _FullBatch:
         self.block = _block_size(width)
         rows = -(-width // self.block) * self.block
         self.X = problem.X  # C-contiguous: R·X
-        self.XT = np.ascontiguousarray(problem.X.T)  # (p, n) C-contiguous: D·Xᵀ
-        self.Z0, self.Zd, self.R = np.zeros((rows, n)), np.zeros((rows, n)), np.zeros((rows, n))
-        self.D, self.G = np.zeros((rows, p)), np.zeros((rows, p))
+        self.XT = np.ascontiguousarray(problem.X.T)  # (p, n) C-contiguous: Xᵀ·r (one chain), X·w
         self.scorer = cfg.scorer()
         self.scorer.set_rows(problem.y)
+        dtype = np.float32 if self.scorer.f32 else np.float64
+        self.XTs = self.XT.astype(dtype, copy=False)  # (p, n): D·Xᵀ in the scores' precision
+        self.Z0, self.R = np.zeros((rows, n)), np.zeros((rows, n))
+        self.Zd, self.D = np.zeros((rows, n), dtype), np.zeros((rows, p), dtype)
+        self.G = np.zeros((rows, p))
+        self.step_buf = np.empty(n)
         self.z_init = np.zeros(n) if cfg.init is None else self.XT.T @ np.asarray(cfg.init, dtype=float)
 
     def products(self, A, M, out, chains) -> None:
         """out[s] = A[s]·M for the slots s of ``chains``, by whole blocks of rows."""
         b = self.block
         for start in sorted({ch.slot // b * b for ch in chains}):
-            np.matmul(A[start:start + b], M, out=out[start:start + b])
+            if b == 1 and M is self.X:  # a lone gradient: Xᵀ·r as a matrix-vector product (faster)
+                np.matmul(self.XT, A[start], out=out[start])
+            else:
+                np.matmul(A[start:start + b], M, out=out[start:start + b])
 
     def run(self, chains) -> None:
         cfg, Z0, Zd, R, D, G = self.cfg, self.Z0, self.Zd, self.R, self.D, self.G
@@ -279,18 +294,29 @@ class _FullBatch:
             if searchers:
                 for ch in searchers:
                     D[ch.slot] = ch.direction
-                self.products(D, self.XT, Zd, searchers)
+                self.products(D, self.XTs, Zd, searchers)
                 scores = np.array([self.scorer.scores(Z0[ch.slot], Zd[ch.slot], ch.alpha_max)
                                    for ch in searchers])
                 scores[:, 0] *= cfg.exp_dec
                 noise = np.array([ch.noise() for ch in searchers])
                 for ch, k in zip(searchers, _select(scores, noise, cfg.sem.noise_added).tolist()):
                     step = ch.searched(k, n)
-                    if step:  # X·w ← X·w − Φ·X·d, in place
-                        z0 = Z0[ch.slot]
-                        if daxpy(Zd[ch.slot], z0, a=-step) is not z0:  # pragma: no cover
-                            raise RuntimeError("daxpy did not update X·w in place")
+                    if step:
+                        self.follow(ch, step)
             active = [ch for ch in active if not ch.done]
+
+
+    def follow(self, ch, step) -> None:
+        """X·w ← X·w − Φ·X·d in place after an accepted step (exactly X·w every REFRESH steps)."""
+        z0, zd = self.Z0[ch.slot], self.Zd[ch.slot]
+        if zd.dtype != np.float64:
+            if len(ch.trace.applied) % REFRESH == 0:
+                np.matmul(self.XT.T, ch.w, out=z0)
+            else:
+                np.multiply(zd, -step, out=self.step_buf)
+                z0 += self.step_buf
+        elif daxpy(zd, z0, a=-step) is not z0:  # pragma: no cover
+            raise RuntimeError("daxpy did not update X·w in place")
 
 
 class _MiniBatch:

@@ -173,8 +173,11 @@ class CandidateScorer:
 
     # -- scores -------------------------------------------------------------------------------
     def scores(self, z0, zd, alpha_max: float) -> np.ndarray:
-        """s_k = Σ_i min(ℓ(z0_i − Φ_k zd_i, y_i), C_obj) for Φ = candidate_grid(α_max, m)."""
-        z0, zd = np.asarray(z0, dtype=float), np.asarray(zd, dtype=float)
+        """s_k = Σ_i min(ℓ(z0_i − Φ_k zd_i, y_i), C_obj) for Φ = candidate_grid(α_max, m).
+        ``zd`` may be float32 when the scores are (it is rounded to float32 anyway)."""
+        z0, zd = np.asarray(z0, dtype=float), np.asarray(zd)
+        if not (self.f32 and zd.dtype == np.float32):
+            zd = np.asarray(zd, dtype=float)
         if z0.shape != self.y.shape or zd.shape != self.y.shape:
             raise ValueError(f"z0 and zd must have the rows' shape {self.y.shape}; got {z0.shape}, {zd.shape}")
         h = alpha_max / (self.k - 1)
