@@ -69,3 +69,24 @@ def test_compute_optima_certifies_every_fold_and_L_star_is_below_F_star():
     assert len(table) == 3 and table["certified"].all()
     assert (table["L_star"] <= table["F_star"]).all()  # dropping the (λ/2)‖w‖² term cannot raise the minimum
     assert (table["F_grad_norm"] <= 1e-9).all()
+
+
+def test_unregularised_optimum_is_skipped_when_the_paper_turns_it_off():
+    """Papers without opt_gap set optimum.unregularised: false; F* is unchanged, L* is NaN, and
+    the spec (hence Snakemake's params) changes only for those papers."""
+    from dperm import experiments
+    from dperm.optimum import compute_optima
+
+    X, y = _data(n=400, p=5, seed=4)
+    arrays = {"X": X, "ypm": y, "y01": (y > 0).astype(float)}
+    spec = {"model": {"loss": "logistic", "l2": 1e-3}, "protocol": {"kind": "kfold", "folds": 2, "repeats": 1},
+            "paper": "t", "experiment": "t", "dataset": "t", "seed": 5}
+    both = compute_optima(spec, arrays)
+    only_f = compute_optima({**spec, "unregularised": False}, arrays)
+    assert np.array_equal(both["F_star"], only_f["F_star"]) and only_f["certified"].all()
+    assert only_f["L_star"].isna().all() and both["L_star"].notna().all()
+
+    paper = experiments.load_paper("config/papers/lee2018.yaml")
+    assert experiments.optimum_spec(paper, "fig2", "adult", "lr", "default", 1e-4, 0)["unregularised"] is False
+    zhang = experiments.load_paper("config/papers/zhang2017.yaml")
+    assert "unregularised" not in experiments.optimum_spec(zhang, "table3", "adult", "lr-mu0", "default", 0.0, 0)

@@ -135,3 +135,18 @@ def test_same_seed_same_bytes_across_processes_and_thread_counts(tmp_path):
         outs.append(_deterministic_bytes(pd.read_csv(out)))
     assert outs[0] == outs[1] == outs[2]
     assert pd.read_csv(io.StringIO(outs[0]))["objective"].nunique() > 1  # draws really differ
+
+
+def test_markdown_leaves_out_a_metric_no_cell_has():
+    """opt_gap is NaN everywhere when a paper does not solve L* (optimum.unregularised: false)."""
+    from dperm.tables import KEYS, markdown, summarise
+
+    base = {k: "x" for k in KEYS}
+    records = pd.DataFrame([{**base, "epsilon": 1.0, "accuracy": a, "objective": 0.3, "opt_gap": np.nan,
+                             "excess_risk": 0.01, "epsilon_spent": 1.0, "fit_seconds": 0.1, "grad_evals": 5}
+                            for a in (0.8, 0.9)])
+    text = markdown(summarise(records))
+    header = next(line for line in text.splitlines() if line.startswith("| dataset"))
+    assert "accuracy" in header and "objective" in header and "opt_gap" not in header
+    records["opt_gap"] = 0.2
+    assert "opt_gap" in markdown(summarise(records))

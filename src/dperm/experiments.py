@@ -213,11 +213,15 @@ def optimum_path(spec: dict) -> str:
 
 def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile: str, l2: float,
                  seed: int) -> dict:
-    """What fixes an optimum: data (dataset, profile), splits (protocol, seed), loss and λ."""
-    return {"paper": paper["paper"], "experiment": experiment, "dataset": dataset, "profile": profile,
+    """What fixes an optimum: data (dataset, profile), splits (protocol, seed), loss and λ, and
+    (only when off: older specs stay valid) whether the unregularised optimum L* is solved."""
+    spec = {"paper": paper["paper"], "experiment": experiment, "dataset": dataset, "profile": profile,
             "model": {"name": model, **copy.deepcopy(paper["models"][model]),
                       **paper["experiments"][experiment]["model_overrides"].get(model, {}), "l2": float(l2)},
             "protocol": copy.deepcopy(paper["experiments"][experiment]["protocol"]), "seed": int(seed)}
+    if not paper.get("optimum", {}).get("unregularised", True):
+        spec["unregularised"] = False
+    return spec
 
 
 def dumps(spec: dict) -> str:

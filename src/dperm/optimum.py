@@ -7,6 +7,8 @@ For every split of a cell's protocol (the same splits :func:`dperm.protocol.run_
   (‖∇F‖²/(2λ) when λ > 0; infinite, i.e. not certified, when λ = 0 or the loss is not smooth);
 * ``L_star``: min of the unregularised mean loss L (Kang et al.'s optimality gap L(θ) − L*), with
   the gradient norm reached (convex but not strongly convex: stationarity is what we can show).
+  NaN when the spec says ``"unregularised": false`` (papers that never report opt_gap: on
+  nearly separable data this solve costs several times the regularised one).
 
 One file per (experiment, dataset, model) is shared by every algorithm and ε of that model.
 """
@@ -111,7 +113,9 @@ def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd
     for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
         train = full.subset(split.train)
         F_star, F_bound, F_grad, w_hat = _solve(train, gtol)
-        if train.l2 > 0:  # the unregularised minimum, from the regularised one
+        if not spec.get("unregularised", True):
+            L_star = L_grad = float("nan")
+        elif train.l2 > 0:  # the unregularised minimum, from the regularised one
             train.l2 = 0.0
             L_star, _, L_grad, _ = _solve(train, gtol, x0=w_hat)
         else:

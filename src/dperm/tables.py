@@ -47,6 +47,9 @@ def _cell(mean, half, digits=4):
 
 def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),
              title: str = "") -> str:
+    """The summary as Markdown; a metric no cell has (e.g. opt_gap where L* is not solved) is
+    left out rather than shown as an empty column."""
+    metrics = [m for m in metrics if summary[f"{m}_mean"].notna().any()] or list(metrics[:1])
     shown = summary[["dataset", "model", "label", "setting", "tuning"]].copy()
     for m in metrics:
         shown[m] = [_cell(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"])]
