@@ -52,3 +52,28 @@ def test_prepare_with_bad_option_writes_nothing(mirror, tmp_path, capsys):
                      '{"scale": "zscore"}', "--out", str(out))
     assert code == 2 and "scale='zscore'; allowed: ['minmax', 'none']" in err
     assert not out.parent.exists() or not any(out.parent.iterdir())
+
+
+def test_core_commands_do_not_import_the_paper_modules():
+    """Every pipeline job is a process: run-cell, optimum, … skip the paper modules (pandas and
+    scipy.stats at import, ~0.6 s a job); the paper commands and --help still have them."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from dperm.cli import main; "
+             "code = main(sys.argv[1:]); "
+             "print(sorted(m for m in sys.modules if m.startswith('dperm.papers.')))")
+    from conftest import REPO
+
+    def modules(*argv):
+        out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
+                             cwd=REPO, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+        return out.stdout.strip().splitlines()[-1]
+
+    assert modules("--threads", "1", "info") == "[]"
+    from dperm.cli import CORE_COMMANDS, build_parser
+
+    core = build_parser(papers=False)._subparsers._group_actions[0].choices
+    assert set(core) == set(CORE_COMMANDS)
+    full = build_parser()._subparsers._group_actions[0].choices
+    assert {"lee2018", "zhang2017"} <= set(full) and CORE_COMMANDS <= set(full)

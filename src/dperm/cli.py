@@ -179,6 +179,12 @@ def _cmd_info(args) -> None:
     print("datasets: " + ", ".join(DATASET_KEYS))
 
 
+# sub-commands of this module (the paper modules add theirs): a job running one of these does
+# not import the paper modules
+CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-cell", "optimum", "summarise",
+                           "tune", "figure", "info"})
+
+
 def paper_modules():
     """Paper-specific modules (dperm.papers.*) that add their own sub-commands via ``add_cli``."""
     import importlib
@@ -198,7 +204,9 @@ def write_table(frame, csv_path, md_path, note: str) -> None:
     write_text_atomic(md_path, note.strip() + "\n\n" + shown.to_markdown(index=False, floatfmt=".5g") + "\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(papers: bool = True) -> argparse.ArgumentParser:
+    """The full parser; ``papers=False`` leaves out the paper modules' sub-commands (importing
+    them costs ~0.6 s of pandas/scipy.stats, paid by every one of hundreds of pipeline jobs)."""
     parser = argparse.ArgumentParser(prog="dperm", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -264,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pdf", required=True)
     p.set_defaults(func=_cmd_figure)
 
-    for module in paper_modules():
+    for module in paper_modules() if papers else ():
         module.add_cli(sub)
 
     p = sub.add_parser("info", help="versions, thread settings and known datasets")
@@ -277,12 +285,15 @@ def main(argv=None) -> int:
     # numpy) is loaded: a minimal parser reads --threads first.
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--threads", type=int, default=1)
-    threads = pre.parse_known_args(argv)[0].threads
+    pre.add_argument("-v", "--verbose", action="store_true")
+    pre.add_argument("command", nargs="?")
+    known = pre.parse_known_args(argv)[0]
+    threads = known.threads
     if threads < 1:
         print(f"dperm: --threads must be >= 1, got {threads}", file=sys.stderr)
         return 2
     pin_threads(threads)
-    args = build_parser().parse_args(argv)
+    args = build_parser(papers=known.command not in CORE_COMMANDS).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from .datasets.fetch import FetchError
