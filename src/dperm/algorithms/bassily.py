@@ -47,7 +47,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binom
 
 from ..privacy import (
     advanced_composition,
@@ -68,6 +67,8 @@ STEP_SIZES = ("auto", "convex", "strongly-convex")
 
 def with_replacement_delta(eps_base: float, sigma: float, lipschitz: float, n: int, batch_size: int) -> float:
     """δ_step(σ) = Σ_{k≥1} π_k δ_G(ε₀; σ, 2Lk), π = Binomial(m, 1/n) (module docstring, step 2)."""
+    from scipy.stats import binom  # here: scipy.stats costs ~0.5 s to import, in every run-cell job
+
     k = np.arange(1, batch_size + 1)
     weights = binom.pmf(k, batch_size, 1.0 / n)
     keep = weights > 0
