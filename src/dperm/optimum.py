@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 
 from . import solvers
 from .losses import GLMLoss
@@ -29,63 +28,10 @@ COLUMNS = ["fold", "repeat", "F_star", "F_gap_bound", "F_grad_norm", "L_star", "
 NONSMOOTH_FTOL = 2.220446049250313e-09  # scipy's default (factr 1e7), as the reference code
 
 
-NEWTON_MAX_P = 2_000  # explicit p × p Hessians up to this many coordinates
-NEWTON_CHUNK = 16_384  # rows per block when forming Xᵀ diag(φ'') X (bounds the scratch memory)
-
-
-def _glm_hessian(problem, w):
-    """∇²F(w) = (1/n) Xᵀ diag(φ''(Xw)) X + λI, formed in row blocks."""
-    X, y, n = problem.X, problem.y, problem.n
-    H = np.zeros((problem.p, problem.p))
-    for start in range(0, n, NEWTON_CHUNK):
-        Xb = X[start:start + NEWTON_CHUNK]
-        c = problem.loss.d2phi(Xb @ w, y[start:start + NEWTON_CHUNK])
-        H += (Xb.T * c) @ Xb
-    H /= n
-    H[np.diag_indices_from(H)] += problem.l2
-    return H
-
-
-def newton(problem, x0, gtol: float, max_iter: int = 200):
-    """Damped Newton with an explicit Hessian for a smooth GLM objective; returns (x, F, ∇F).
-
-    On ill-conditioned data (KDDCup99 at λ = 1e-5: nearly separable, 400k rows) L-BFGS needs
-    thousands of passes to reach ‖∇F‖ ≤ 1e-9; Newton needs a few dozen Hessians of p² per row.
-    Steps are backtracked to Armijo's condition; near the optimum, where F stops changing in
-    floating point, a step is also kept if it lowers ‖∇F‖ without raising F beyond rounding (as
-    :func:`dperm.solvers._newton_polish`). A singular Hessian (λ = 0) is solved by least squares.
-    Stops at ‖∇F‖ ≤ gtol, after ``max_iter`` steps, or when no step helps.
-    """
-    x = np.array(x0, dtype=float)
-    f, g = problem.value_and_grad(x)
-    for _ in range(max_iter):
-        gn = float(np.linalg.norm(g))
-        if gn <= gtol:
-            break
-        H = _glm_hessian(problem, x)
-        try:
-            step = -scipy.linalg.solve(H, g, assume_a="pos")
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-            step = -np.linalg.lstsq(H, g, rcond=None)[0]
-        slope, t, accepted = float(g @ step), 1.0, False
-        while t >= 1e-12:
-            f_new, g_new = problem.value_and_grad(x + t * step)
-            gn_new = float(np.linalg.norm(g_new))
-            if f_new <= f + 1e-4 * t * slope or (
-                    gn_new < gn and f_new <= f + 8 * np.finfo(float).eps * abs(f)):
-                accepted = True
-                break
-            t *= 0.5
-        if not accepted:
-            break
-        x, f, g = x + t * step, f_new, g_new
-    return x, float(f), g
-
-
 def _solve(problem, gtol: float, x0=None):
     """(F*, bound on F(ŵ) − F*, ‖∇F(ŵ)‖, ŵ).
 
-    Smooth GLM losses of moderate dimension: damped Newton (:func:`newton`), certified from the
+    Smooth GLM losses of moderate dimension: damped Newton (:func:`dperm.solvers.newton`), certified from the
     final gradient as L-BFGS's answers are; if it stops above gtol, L-BFGS continues from its
     point. Other smooth losses: L-BFGS to ‖∇F‖ ≤ gtol. A non-smooth loss (hinge) stops on
     L-BFGS's relative decrease instead.
@@ -93,9 +39,9 @@ def _solve(problem, gtol: float, x0=None):
     loss = problem.loss
     smooth = getattr(loss, "smooth", False)
     x0 = np.zeros(problem.p) if x0 is None else x0
-    if smooth and isinstance(loss, GLMLoss) and problem.p <= NEWTON_MAX_P:
-        x, f, g = newton(problem, x0, gtol)
-        gn = float(np.linalg.norm(g))
+    if smooth and isinstance(loss, GLMLoss) and problem.p <= solvers.NEWTON_MAX_P:
+        res = solvers.newton(problem.value_and_grad, lambda w: solvers.glm_hessian(problem, w), x0, gtol)
+        x, f, gn = res.x, res.fun, res.grad_norm
         if gn <= gtol:
             gap, _ = solvers.certificate(gn, problem.strong_convexity, x)
             return f, float(gap), gn, x

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.linalg
 from scipy.optimize import OptimizeResult, minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
@@ -47,6 +48,68 @@ def _finish(value_and_grad, x, **fields):
     return OptimizeResult(x=x, fun=f, jac=g, grad_norm=np.linalg.norm(g, axis=-1), **fields)
 
 
+def _keeps(f, f_new, gn, gn_new) -> bool:
+    """Near an optimum F stops changing in floating point: a step is also worth keeping if it
+    lowers ‖∇F‖ without raising F beyond rounding (the rule of both Newton methods here)."""
+    return gn_new < gn and f_new <= f + 8 * np.finfo(float).eps * abs(f)
+
+
+NEWTON_MAX_P = 2_000  # explicit p × p Hessians (newton) up to this many coordinates
+NEWTON_CHUNK = 16_384  # rows per block when forming Xᵀ diag(φ'') X (bounds the scratch memory)
+
+
+def glm_hessian(problem, w, shift: float = 0.0):
+    """∇²F(w) + shift·I = (1/n) Xᵀ diag(φ''(Xw)) X + (λ + shift) I for a GLM ``problem``,
+    formed in row blocks (p² per row: for moderate p)."""
+    X, y, n = problem.X, problem.y, problem.n
+    H = np.zeros((problem.p, problem.p))
+    for start in range(0, n, NEWTON_CHUNK):
+        Xb = X[start:start + NEWTON_CHUNK]
+        c = problem.loss.d2phi(Xb @ w, y[start:start + NEWTON_CHUNK])
+        H += (Xb.T * c) @ Xb
+    H /= n
+    H[np.diag_indices_from(H)] += problem.l2 + shift
+    return H
+
+
+def newton(value_and_grad, hessian, x0, gtol: float, max_iter: int = 200):
+    """Damped Newton with explicit Hessians ``hessian(x)`` (p × p); returns an OptimizeResult
+    (x, fun, jac, grad_norm, nit, n_grad_evals).
+
+    On ill-conditioned smooth GLMs (KDDCup99 at λ = 1e-5: nearly separable, 400k rows; ObjPert's
+    perturbed objectives at small λ) L-BFGS needs hundreds to thousands of passes to reach
+    ‖∇F‖ ≤ 1e-9; Newton needs a few Hessians of p² per row. Steps are backtracked to Armijo's
+    condition, or kept by :func:`_keeps` near the optimum. A singular Hessian (λ = 0) is solved by
+    least squares. Stops at ‖∇F‖ ≤ gtol, after ``max_iter`` steps, or when no step helps.
+    """
+    x = np.array(x0, dtype=float)
+    f, g = value_and_grad(x)
+    evals, nit = 1, 0
+    while nit < max_iter:
+        gn = float(np.linalg.norm(g))
+        if gn <= gtol:
+            break
+        H = hessian(x)
+        try:
+            step = -scipy.linalg.solve(H, g, assume_a="pos")
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            step = -np.linalg.lstsq(H, g, rcond=None)[0]
+        slope, t, accepted = float(g @ step), 1.0, False
+        while t >= 1e-12:
+            f_new, g_new = value_and_grad(x + t * step)
+            evals += 1
+            if f_new <= f + 1e-4 * t * slope or _keeps(f, f_new, gn, float(np.linalg.norm(g_new))):
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            break
+        x, f, g = x + t * step, f_new, g_new
+        nit += 1
+    return OptimizeResult(x=x, fun=float(f), jac=g, grad_norm=float(np.linalg.norm(g)), nit=nit,
+                          n_grad_evals=float(evals), success=bool(np.linalg.norm(g) <= gtol))
+
+
 def _newton_polish(value_and_grad, hessp, x, f, g, gtol, max_steps=8, cg_iter=100):
     """Newton-CG steps from x, each kept only if it lowers ‖∇F‖ without raising F beyond
     rounding; returns (x, n_evals).
@@ -70,7 +133,7 @@ def _newton_polish(value_and_grad, hessp, x, f, g, gtol, max_steps=8, cg_iter=10
         f_new, g_new = value_and_grad(x_new)
         evals[0] += 1
         gn_new = np.linalg.norm(g_new)
-        if not (gn_new < gn and f_new <= f + 8 * np.finfo(float).eps * abs(f)):
+        if not _keeps(f, f_new, gn, gn_new):
             break
         x, f, g, gn = x_new, f_new, g_new, gn_new
     return x, evals[0]

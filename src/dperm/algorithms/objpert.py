@@ -35,9 +35,13 @@ model (S-003 §3); under replace-one they give only 1.5ε, and ``adjacency="repl
 s = 2ζ instead. Under add/remove, n (the objective's normalisation) is treated as public, as in
 Kifer et al. and DP-AGD.
 
-Draws: the noise enters the objective, so every draw is its own L-BFGS solve (certified to
-‖∇J‖ ≤ ``gtol``; ``extra["grad_norm"]`` is the largest reached, ``extra["dist_bound"]`` the
-implied ‖w − w*‖ ≤ ‖∇J‖/(λ + Δ/n)).
+Draws: the noise enters the objective, so every draw is its own solve from w = 0, certified to
+‖∇J‖ ≤ ``gtol`` (``extra["grad_norm"]`` is the largest reached, ``extra["dist_bound"]`` the
+implied ‖w − w*‖ ≤ ‖∇J‖/(λ + Δ/n)). Linear models of moderate dimension are solved by damped
+Newton with explicit Hessians (:func:`dperm.solvers.newton`; ∇²J = ∇²F + (Δ/n)I): a few p² passes
+instead of the hundreds of L-BFGS iterations these ill-conditioned objectives need (5–10× less
+time on Adult); L-BFGS finishes if Newton stalls, and is the solver for everything else. The
+solver does not enter the privacy argument, which is about the exact minimiser.
 
 ``objpert-reference`` reproduces DP-AGD's ``obj_pert`` exactly (spec D11, P8): no row bound,
 ζ = λ_H = 1 regardless of ‖x‖ (√2 after unit-norm + bias), any loss (plain hinge for the SVM), the
@@ -62,6 +66,7 @@ from ._perturb import (
     private_target,
     smooth_glm_constants,
 )
+from ..losses import GLMLoss
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 
@@ -130,11 +135,19 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
     clipped = enforce_row_bound(problem, R)
     mu_J = lam + Delta / problem.n
     weights, grad_norms, iters, evals = [], [], [], []
+    newton = (isinstance(problem.loss, GLMLoss) and problem.loss.smooth
+              and problem.p <= solvers.NEWTON_MAX_P)
     for child in draw_rngs(rng, draws):
         b = draw_noise(kind, scale, problem.p, child)
         fun, hessp = perturbed_objective(clipped, b, Delta)
-        res = solvers.lbfgs(fun, np.zeros(problem.p), jac=True, hessp=hessp, mu=mu_J, gtol=gtol,
-                            max_iter=max_iter)
+        x0, res, spent = np.zeros(problem.p), None, (0, 0.0)
+        if newton:
+            res = solvers.newton(fun, lambda w: solvers.glm_hessian(clipped, w, shift=Delta / problem.n),
+                                 x0, gtol)
+            x0, spent = res.x, (res.nit, res.n_grad_evals)
+        if res is None or not res.success:
+            res = solvers.lbfgs(fun, x0, jac=True, hessp=hessp, mu=mu_J, gtol=gtol, max_iter=max_iter)
+            res.nit, res.n_grad_evals = res.nit + spent[0], res.n_grad_evals + spent[1]
         weights.append(res.x)
         grad_norms.append(float(res.grad_norm))
         iters.append(int(res.nit))
