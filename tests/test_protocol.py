@@ -150,3 +150,12 @@ def test_markdown_leaves_out_a_metric_no_cell_has():
     assert "accuracy" in header and "objective" in header and "opt_gap" not in header
     records["opt_gap"] = 0.2
     assert "opt_gap" in markdown(summarise(records))
+
+
+def test_accuracy_axis_says_training_accuracy_under_the_full_protocol():
+    """Lee & Kifer's Figure 1 fits and evaluates on all rows: its axis must not say test accuracy."""
+    from dperm.figures import metric_label
+
+    assert metric_label("accuracy", {"kind": "full"}) == "training accuracy"
+    assert metric_label("accuracy", {"kind": "kfold", "folds": 5}) == "test accuracy"
+    assert metric_label("objective", {"kind": "full"}) == metric_label("objective")

@@ -163,7 +163,8 @@ def _cmd_figure(args) -> None:
         figures.epsilon_figure(summary, panels=panels, algorithms=spec.get("algorithms", exp["algorithms"]),
                                unavailable=json.loads(args.unavailable), labels=spec.get("labels"), **common)
     else:
-        figures.sweep_figure(summary, param=spec["param"], param_label=spec.get("param_label"), **common)
+        figures.sweep_figure(summary, param=spec["param"], param_label=spec.get("param_label"),
+                             protocol=exp["protocol"], **common)
     log.info("figure %s -> %s", args.figure, args.png)
 
 

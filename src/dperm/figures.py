@@ -109,8 +109,16 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
     _save(fig, png, pdf)
 
 
+def metric_label(metric: str, protocol: dict | None = None) -> str:
+    """Axis label of a metric; accuracy is training accuracy under the ``full`` protocol (fit
+    and evaluated on all rows, as Lee & Kifer's Figure 1)."""
+    if metric == "accuracy" and (protocol or {}).get("kind") == "full":
+        return "training accuracy"
+    return METRIC_LABELS.get(metric, metric)
+
+
 def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption="",
-                 metrics=("accuracy", "objective"), param_label=None):
+                 metrics=("accuracy", "objective"), param_label=None, protocol=None):
     """One panel per metric; x = the swept hyper-parameter, one line per ε."""
     rows = summary.copy()
     rows["value"] = rows["sweep"].str.split("=", n=1).str[1].astype(float)
@@ -125,7 +133,7 @@ def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption=""
             ax.plot(group["value"], mean, marker=marker, color=colour, lw=1.3, ms=4, label=f"ε = {eps:g}")
             ax.fill_between(group["value"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
         ax.set_xlabel(param_label or param)
-        ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+        ax.set_ylabel(metric_label(metric, protocol))
         ax.grid(alpha=0.3, lw=0.5)
     _legend_and_caption(fig, axes, title, caption)
     _save(fig, png, pdf)
