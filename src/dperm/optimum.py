@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from . import solvers
-from .losses import GLMLoss
 from .protocol import build_problem, make_splits, split_seed
 
 COLUMNS = ["fold", "repeat", "F_star", "F_gap_bound", "F_grad_norm", "L_star", "L_grad_norm", "certified"]
@@ -39,7 +38,7 @@ def _solve(problem, gtol: float, x0=None):
     loss = problem.loss
     smooth = getattr(loss, "smooth", False)
     x0 = np.zeros(problem.p) if x0 is None else x0
-    if smooth and isinstance(loss, GLMLoss) and problem.p <= solvers.NEWTON_MAX_P:
+    if solvers.newton_applies(problem):
         res = solvers.newton(problem.value_and_grad, lambda w: solvers.glm_hessian(problem, w), x0, gtol)
         x, f, gn = res.x, res.fun, res.grad_norm
         if gn <= gtol:

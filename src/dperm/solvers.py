@@ -22,6 +22,8 @@ import scipy.linalg
 from scipy.optimize import OptimizeResult, minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
+from .losses import GLMLoss
+
 
 def _objective(fun, jac):
     """(value_and_grad, grad) from a Problem or scipy-style ``fun``/``jac``."""
@@ -56,6 +58,13 @@ def _keeps(f, f_new, gn, gn_new) -> bool:
 
 NEWTON_MAX_P = 2_000  # explicit p × p Hessians (newton) up to this many coordinates
 NEWTON_CHUNK = 16_384  # rows per block when forming Xᵀ diag(φ'') X (bounds the scratch memory)
+
+
+def newton_applies(problem) -> bool:
+    """Whether :func:`newton` with :func:`glm_hessian` fits ``problem``: a smooth GLM loss of
+    moderate dimension."""
+    return (isinstance(problem.loss, GLMLoss) and getattr(problem.loss, "smooth", False)
+            and problem.p <= NEWTON_MAX_P)
 
 
 def glm_hessian(problem, w, shift: float = 0.0):

@@ -305,7 +305,6 @@ class _FullBatch:
                         self.follow(ch, step)
             active = [ch for ch in active if not ch.done]
 
-
     def follow(self, ch, step) -> None:
         """X·w ← X·w − Φ·X·d in place after an accepted step (exactly X·w every REFRESH steps)."""
         z0, zd = self.Z0[ch.slot], self.Zd[ch.slot]
