@@ -40,6 +40,11 @@ rule figure:
             subcategory="figures",
         ),
         pdf="figures/{paper}/{figure}.pdf",
+    # Only the figures a paper declares under `figures:`; the papers' own figure rules (e.g.
+    # zhang2017's error figure) are not candidates, so their names never reach the lookup below.
+    wildcard_constraints:
+        figure=_alternatives({name for paper in PAPERS.values() for name in paper.get("figures", {})})
+        or "(?!)",
     params:
         paper=lambda wildcards: paper_file(wildcards.paper),
         spec=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper]["figures"][wildcards.figure]),
