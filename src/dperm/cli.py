@@ -125,14 +125,26 @@ def _cmd_tune(args) -> None:
     write_json_atomic(args.json, chosen)
 
 
-def figure_caption(spec: dict, summary, protocol: dict) -> str:
-    """The configured caption plus what every reader must know: protocol, variants, tuning."""
+def _protocol_text(protocol: dict) -> str:
+    if protocol["kind"] == "kfold":
+        return f"{protocol['folds']}-fold CV x {protocol['repeats']} repeat(s) x {protocol['draws']} draw(s) per point"
+    if protocol["kind"] == "full":
+        return f"trained and evaluated on all rows, {protocol['repeats']} x {protocol['draws']} run(s) per point"
+    return ""
+
+
+def figure_caption(spec: dict, summary, protocol: dict, borrowed: dict | None = None) -> str:
+    """The configured caption plus what every reader must know: protocol (that of each
+    experiment a curve comes from), variants, tuning. ``borrowed``: experiment -> (its
+    protocol, the algorithms taken from it)."""
     shown = summary[summary["algorithm"].isin(spec.get("algorithms", summary["algorithm"].unique()))]
     parts = [spec.get("caption", "").strip()]
-    if protocol["kind"] == "kfold":
-        parts.append(f"{protocol['folds']}-fold CV x {protocol['repeats']} repeat(s) x {protocol['draws']} draw(s) per point.")
-    elif protocol["kind"] == "full":
-        parts.append(f"Trained and evaluated on all rows, {protocol['repeats']} x {protocol['draws']} run(s) per point.")
+    text = _protocol_text(protocol)
+    if text:
+        parts.append(text[0].upper() + text[1:] + ".")
+    for experiment, (other, algorithms) in (borrowed or {}).items():
+        parts.append(f"{', '.join(algorithms)}: the runs of experiment {experiment} "
+                     f"({_protocol_text(other)}).")
     reference = sorted(set(shown.loc[shown["variant"] == "reference", "label"]))
     if reference:
         parts.append("Reference variants (published code, flaws included): " + "; ".join(reference) + ".")
@@ -141,6 +153,30 @@ def figure_caption(spec: dict, summary, protocol: dict) -> str:
         parts.append("Hyper-parameters chosen by non-private tuning for: " + ", ".join(tuned) + ".")
     parts.append("Bands: 95% CI of the mean.")
     return " ".join(p for p in parts if p)
+
+
+def _figure_summary(spec: dict, paths, pd):
+    """The rows a figure draws: its experiment's summary, with the algorithms it borrows
+    (``borrow: {experiment: [algorithm, ...]}``) taken from those experiments' summaries
+    instead. Each summary is named by its file (<experiment>.csv)."""
+    from pathlib import Path
+
+    tables = {Path(p).stem: pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in paths}
+    borrow = spec.get("borrow", {})
+    missing = sorted({spec["experiment"], *borrow} - set(tables))
+    if missing:
+        raise ValueError(f"figure needs the summaries of {missing}; got {sorted(tables)}")
+    taken = {a for algorithms in borrow.values() for a in algorithms}
+    own = tables[spec["experiment"]]
+    parts = [own[~own["algorithm"].isin(taken)]]
+    for experiment, algorithms in borrow.items():
+        rows = tables[experiment][tables[experiment]["algorithm"].isin(algorithms)]
+        absent = sorted(set(algorithms) - set(rows["algorithm"]))
+        if absent:
+            raise ValueError(f"figure borrows {absent} from experiment {experiment!r}, "
+                             f"whose summary has no rows for them")
+        parts.append(rows)
+    return pd.concat(parts, ignore_index=True)
 
 
 def _cmd_figure(args) -> None:
@@ -152,8 +188,9 @@ def _cmd_figure(args) -> None:
     paper = load_paper(args.paper)
     spec = paper["figures"][args.figure]
     exp = paper["experiments"][spec["experiment"]]
-    summary = pd.read_csv(args.summary, keep_default_na=False, na_values=[""])
-    caption = figure_caption(spec, summary, exp["protocol"])
+    summary = _figure_summary(spec, args.summary, pd)
+    borrowed = {e: (paper["experiments"][e]["protocol"], algs) for e, algs in spec.get("borrow", {}).items()}
+    caption = figure_caption(spec, summary, exp["protocol"], borrowed)
     common = dict(png=args.png, pdf=args.pdf, title=spec.get("title", ""), caption=caption,
                   metrics=tuple(spec.get("metrics", ("accuracy", "objective"))))
     if spec["kind"] == "epsilon":
@@ -161,7 +198,8 @@ def _cmd_figure(args) -> None:
         panels = ([(p["dataset"], p["model"]) for p in spec["panels"]] if "panels" in spec
                   else [(d, model) for d in spec.get("datasets", exp["datasets"])])
         figures.epsilon_figure(summary, panels=panels, algorithms=spec.get("algorithms", exp["algorithms"]),
-                               unavailable=json.loads(args.unavailable), labels=spec.get("labels"), **common)
+                               unavailable=json.loads(args.unavailable), labels=spec.get("labels"),
+                               palette=list(paper.get("algorithms", {})), **common)
     else:
         figures.sweep_figure(summary, param=spec["param"], param_label=spec.get("param_label"),
                              protocol=exp["protocol"], **common)
@@ -267,7 +305,9 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("figure", help="draw one figure of a paper from its summary table")
     p.add_argument("--paper", required=True, help="config/papers/<paper>.yaml")
     p.add_argument("--figure", required=True, help="figure key in the paper's figures section")
-    p.add_argument("--summary", required=True, help="the experiment's summary .csv")
+    p.add_argument("--summary", nargs="+", required=True,
+                   help="summary .csv of the figure's experiment and of any it borrows from "
+                        "(results/tables/<paper>/<experiment>.csv)")
     p.add_argument("--unavailable", default="{}", help="JSON {dataset: reason}")
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)

@@ -24,10 +24,33 @@ METRIC_LABELS = {"accuracy": "test accuracy", "objective": "training objective (
 MARKERS = "osD^vP*Xh<>"
 
 
-def _style(keys):
-    """A fixed colour and marker per algorithm key, in the order given."""
+def _cycle(keys):
+    """A colour and marker per key, in the order given (the ε lines of a sweep)."""
     colours = plt.get_cmap("tab10").colors
     return {k: (colours[i % 10], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
+
+
+def base_key(key: str) -> str:
+    """The algorithm a variant key belongs to (variants are key suffixes: dp-agd-reference)."""
+    return key.removesuffix("-reference")
+
+
+def algorithm_styles(keys, palette=()) -> dict:
+    """Colour, marker, line style and marker fill per algorithm key, the same in every figure
+    of a paper: an algorithm's colour and marker follow its base key's first appearance in
+    ``palette`` (the paper's algorithm list), then in ``keys``, so a figure that omits an
+    algorithm does not shift the others. A reference variant takes its base's colour and marker,
+    dashed and hollow."""
+    bases = list(dict.fromkeys(base_key(k) for k in (*palette, *keys) if k not in BASELINES))
+    colours = plt.get_cmap("tab10").colors
+    styles = {}
+    for key in keys:
+        if key in BASELINES:
+            continue
+        i, variant = bases.index(base_key(key)), key != base_key(key)
+        styles[key] = dict(color=colours[i % 10], marker=MARKERS[i % len(MARKERS)],
+                           ls="--" if variant else "-", mfc="none" if variant else colours[i % 10])
+    return styles
 
 
 def _x(rows: pd.DataFrame) -> np.ndarray:
@@ -66,10 +89,12 @@ def _save(fig, png, pdf):
 
 
 def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title="", caption="",
-                   unavailable=None, metrics=("accuracy", "objective"), labels=None):
-    """Rows = metrics, columns = (dataset, model) panels; one line per algorithm key against ε."""
+                   unavailable=None, metrics=("accuracy", "objective"), labels=None, palette=()):
+    """Rows = metrics, columns = (dataset, model) panels; one line per algorithm key against ε.
+    ``palette``: the paper's algorithm keys, which fix each algorithm's colour (see
+    :func:`algorithm_styles`)."""
     unavailable, labels = unavailable or {}, labels or {}
-    style = _style(algorithms)
+    style = algorithm_styles(algorithms, palette)
     models = {m for _, m in panels}
     fig, axes = plt.subplots(len(metrics), len(panels), figsize=(3.6 * len(panels), 3.0 * len(metrics)),
                              squeeze=False, sharex="col")
@@ -92,11 +117,11 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
                 cell = cell.assign(x=_x(cell)).sort_values("x")
                 if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
                     continue
-                colour, marker = style[key]
                 mean, half = cell[f"{metric}_mean"].to_numpy(), cell[f"{metric}_ci95"].fillna(0).to_numpy()
-                ax.plot(cell["x"], mean, marker=marker, color=colour, lw=1.3, ms=4,
-                        label=labels.get(key, cell["label"].iloc[0]))
-                ax.fill_between(cell["x"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
+                ax.plot(cell["x"], mean, lw=1.3, ms=4, label=labels.get(key, cell["label"].iloc[0]),
+                        **style[key])
+                ax.fill_between(cell["x"], mean - half, mean + half, color=style[key]["color"],
+                                alpha=0.15, lw=0)
             _epsilon_ticks(ax, data)
             if i == 0:
                 ax.set_title(heading)
@@ -123,7 +148,7 @@ def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption=""
     rows = summary.copy()
     rows["value"] = rows["sweep"].str.split("=", n=1).str[1].astype(float)
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
-    style = _style(sorted(rows["epsilon"].unique()))
+    style = _cycle(sorted(rows["epsilon"].unique()))
     for j, metric in enumerate(metrics):
         ax = axes[0, j]
         for eps, group in rows.groupby("epsilon"):

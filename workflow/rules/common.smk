@@ -215,6 +215,12 @@ def paper_outputs(paper):
     return paper_tables(paper) + paper_figures(paper)
 
 
+def figure_tables(paper, figure):
+    """Summary tables a figure draws from: its experiment's and those it borrows curves from."""
+    spec = PAPERS[paper]["figures"][figure]
+    return [f"results/tables/{paper}/{e}.csv" for e in (spec["experiment"], *spec.get("borrow", {}))]
+
+
 def figure_datasets(paper, figure):
     spec = PAPERS[paper]["figures"][figure]
     if "panels" in spec:

@@ -28,10 +28,7 @@ rule summary_table:
 
 rule figure:
     input:
-        lambda wildcards: (
-            f"results/tables/{wildcards.paper}/"
-            f"{PAPERS[wildcards.paper]['figures'][wildcards.figure]['experiment']}.csv"
-        ),
+        lambda wildcards: figure_tables(wildcards.paper, wildcards.figure),
     output:
         png=report(
             "figures/{paper}/{figure}.png",
