@@ -108,3 +108,20 @@ def test_dataset_models_narrow_the_models_per_dataset(tmp_path):
     exp["dataset_models"] = {"wine": ["svm"]}
     with pytest.raises(ValueError, match="dataset_models"):
         _load(tmp_path, config)
+
+
+def test_optima_are_solved_unless_the_paper_turns_them_off(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["models"]["mlp"] = {"loss": "mlp", "l2": 0.0}
+    paper = _load(tmp_path, config)
+    assert paper["optimum"] == {"solve": True, "unregularised": True}  # schema defaults
+    assert ex.solves_optimum(paper, "lr") and not ex.solves_optimum(paper, "mlp")
+    config["optimum"] = {"solve": False}
+    assert not ex.solves_optimum(_load(tmp_path, config), "lr")
+    lee = ex.load_paper(REPO / "config" / "papers" / "lee2018.yaml")
+    assert not ex.solves_optimum(lee, "lr") and not ex.solves_optimum(lee, "svm")
+    config["optimum"] = {"solve": "no"}
+    with pytest.raises(Exception, match="is not of type 'boolean'"):
+        _load(tmp_path, config)

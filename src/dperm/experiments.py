@@ -211,6 +211,12 @@ def optimum_path(spec: dict) -> str:
             f"{spec['model']['name']}/{spec['profile']}/l2-{l2_token(spec['model'].get('l2', 0.0))}.csv")
 
 
+def solves_optimum(paper: dict, model: str) -> bool:
+    """Whether a cell of ``model`` is compared with the certified optima of its splits: convex
+    models only, and not in papers that turn optima off (``optimum: {solve: false}``)."""
+    return paper["models"][model]["loss"] != "mlp" and paper.get("optimum", {}).get("solve", True)
+
+
 def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile: str, l2: float,
                  seed: int) -> dict:
     """What fixes an optimum: data (dataset, profile), splits (protocol, seed), loss and λ, and

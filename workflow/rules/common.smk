@@ -143,7 +143,7 @@ def cell_spec_param(wildcards, input):
 
 def cell_inputs(wildcards):
     """A cell's prepared data, its tuning choices (if it uses any; the tune checkpoint must run
-    first) and, for convex models, the optima of its splits at its λ."""
+    first) and, for convex models of papers that solve them, the optima of its splits at its λ."""
     paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
     inputs, tuned = {}, None
     if experiments.cell_uses_tuning(paper, cell):
@@ -153,7 +153,7 @@ def cell_inputs(wildcards):
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     spec = experiments.cell_spec(paper, cell, config["seed"], tuned)
     inputs["data"] = prepared(spec["dataset"], spec["profile"])
-    if paper["models"][wildcards.model]["loss"] != "mlp":
+    if experiments.solves_optimum(paper, wildcards.model):
         inputs["optimum"] = experiments.optimum_path(spec)
     return inputs
 
