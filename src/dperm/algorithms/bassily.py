@@ -56,6 +56,7 @@ from ..privacy import (
     gaussian_sigma_zhao,
 )
 from ..losses import GLMLoss
+from ..losses._glm import clipped_sum
 from ..privacy._validation import check_real
 from ._perturb import enforce_row_bound
 from .base import FitResult, Privacy, draw_rngs
@@ -131,10 +132,10 @@ def lipschitz_bound(problem, row_bound: float, radius: float | None, clip: float
 def batch_gradient(problem, L: float):
     """g(w, rows) = Σ_{i∈rows} clip_L(∇ℓ_i(w)) for one batch (with repeats).
 
-    Linear models take a short path with the same arithmetic as
-    :meth:`dperm.losses._glm.GLMLoss.clipped_grad_sum` (bit-identical results): the generic call
-    spends most of a 50-row step on per-call overhead, and BST14 at the theorem's T = n²/m runs
-    tens of millions of steps (the runtime target).
+    Linear models take a short path to the arithmetic of
+    :meth:`dperm.losses._glm.GLMLoss.clipped_grad_sum` (:func:`~dperm.losses._glm.clipped_sum`,
+    bit-identical results): the generic call spends most of a 50-row step on per-call overhead,
+    and BST14 at the theorem's T = n²/m runs tens of millions of steps (the runtime target).
     """
     loss, X, y, norms = problem.loss, problem.X, problem.y, problem.row_norms
     if not isinstance(loss, GLMLoss):
@@ -143,13 +144,7 @@ def batch_gradient(problem, L: float):
     def grad(w, rows):
         Xb = X[rows]
         d = loss._dphi_overwrite(np.matmul(w, Xb.T), y[rows])
-        s = np.abs(d)
-        s *= norms[rows]  # ‖∇ℓ_i‖
-        np.maximum(s, L, out=s)
-        np.divide(d, s, out=s)
-        g = s @ Xb
-        g *= L
-        return g
+        return clipped_sum(d, Xb, norms[rows], L, np.empty_like(d))
 
     return grad
 

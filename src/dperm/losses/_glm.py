@@ -42,6 +42,20 @@ def check_label_form(y, form: str, name: str = "labels") -> None:
         raise ValueError(f"{name}: labels must be in {set(allowed)} (form {form!r})")
 
 
+def clipped_sum(d, X, norms, clip, out):
+    """Σ_i clip_C(φ'_i x_i) = C·Σ_i φ'_i / max(C, |φ'_i|‖x_i‖) · x_i from the derivatives ``d``
+    (φ'_i) and the row norms; ``out`` (same shape as ``d``) is scratch. Rows with zero gradient
+    contribute zero (the divisor is ≥ C). Shared by every GLM clipped-sum path, so they agree
+    bit for bit."""
+    s = np.abs(d, out=out)
+    s *= norms  # ‖∇ℓ_i‖
+    np.maximum(s, clip, out=s)
+    np.divide(d, s, out=s)  # φ'_i / max(C, ‖∇ℓ_i‖); times C below
+    g = s @ X
+    g *= clip
+    return g
+
+
 class GLMLoss:
     """Base class: subclasses define ``phi``, ``dphi``, ``d2phi`` on scores z (last axis = rows).
 
@@ -130,13 +144,7 @@ class GLMLoss:
             raise ValueError(f"clip must be positive, got {clip!r}")
         d = self._dphi_overwrite(self._scratch_scores(w, X), y)
         nrm = np.sqrt(np.einsum("ij,ij->i", X, X)) if row_norms is None else row_norms
-        s = np.abs(d, out=scratch("c", d.shape))
-        s *= nrm  # ‖∇ℓ_i‖
-        np.maximum(s, clip, out=s)
-        np.divide(d, s, out=s)  # φ'_i / max(C, ‖∇ℓ_i‖); times C below
-        g = s @ X
-        g *= clip
-        return g
+        return clipped_sum(d, X, nrm, clip, scratch("c", d.shape))
 
     # -- constants on {‖x‖ ≤ R} ---------------------------------------------------------------
     def lipschitz(self, R, radius=None):
