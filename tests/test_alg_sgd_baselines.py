@@ -366,3 +366,58 @@ def test_delta_is_required():
         get_algorithm("sgd-ma").fit(small_problem(n=100), Privacy(1.0, 0.0), np.random.default_rng(0), steps=2)
     with pytest.raises(ValueError, match="delta"):
         get_algorithm("sgd-adv").fit(small_problem(n=100), Privacy(1.0, 0.0), np.random.default_rng(0))
+
+
+# -- snapshots along one run (SGD-MA's T grid) --------------------------------------------------
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_a_snapshot_is_the_prefix_run_and_leaves_the_last_iterate_unchanged(lockstep):
+    problem = small_problem(n=300, p=5, seed=3)
+    sampler = PoissonSampler(300, 0.08)
+    hyper = dict(clip=0.7, noise_std=0.5, learning_rate=0.5, divisor=24.0, lockstep=lockstep)
+
+    def run(steps, chunk, snapshots=()):
+        return run_noisy_sgd(problem, draw_rngs(np.random.default_rng(5), 3), steps, sampler, chunk=chunk,
+                             snapshots=snapshots, **hyper)
+
+    # Blocks of 7 steps: snapshots at 7 (a block's end), 10 and 19 (inside blocks).
+    plain, path = run(25, 7), run(25, 7, snapshots=(19, 7, 10))
+    assert np.array_equal(path.weights, plain.weights)
+    assert np.array_equal(path.rows_sampled, plain.rows_sampled)
+    assert sorted(path.snapshots) == [7, 10, 19]
+    # One step per block: a t-step run draws exactly the first t steps' randomness, so the
+    # snapshot at t equals it bit for bit.
+    path = run(25, 1, snapshots=(7, 10, 19))
+    for t in (7, 10, 19):
+        alone = run(t, 1)
+        assert np.array_equal(path.snapshots[t].weights, alone.weights), t
+        assert np.array_equal(path.snapshots[t].rows_sampled, alone.rows_sampled), t
+    assert not np.allclose(path.snapshots[7].weights, path.weights)
+    assert 0 < path.snapshots[7].seconds <= path.snapshots[19].seconds <= path.seconds
+
+
+@pytest.mark.parametrize("snapshots, match", [((0,), r"\[1, steps\) with steps=25; got 0"),
+                                              ((25,), "got 25"), ((2.5,), "got 2.5")])
+def test_bad_snapshots_name_the_value(snapshots, match):
+    with pytest.raises(ValueError, match=match):
+        run_noisy_sgd(small_problem(n=100), draw_rngs(np.random.default_rng(0), 1), 25,
+                      PoissonSampler(100, 0.1), clip=1.0, noise_std=1.0, learning_rate=0.1, divisor=10.0,
+                      snapshots=snapshots)
+
+
+@pytest.mark.parametrize("name", ["sgd-ma", "sgd-ma-reference"])
+def test_sgd_ma_path_releases_are_accounted_at_their_own_steps(name):
+    problem = small_problem(n=3000)
+    q = default_batch_size(3000) / 3000
+    algo = get_algorithm(name)
+    key = "epsilon_moments_ref" if name.endswith("reference") else "epsilon_rdp"
+    plain = algo.fit(problem, Privacy(math.inf, 1e-8), np.random.default_rng(0), draws=2, steps=60)
+    res = algo.fit(problem, Privacy(math.inf, 1e-8), np.random.default_rng(0), draws=2, steps=60,
+                   snapshots=(1, 20))
+    assert np.array_equal(res.weights, plain.weights) and res.epsilon_spent == plain.epsilon_spent
+    assert sorted(res.path) == [1, 20]
+    for t, part in res.path.items():
+        assert part.epsilon_spent == sgd_ma_epsilons(q, 4.0, t, 1e-8)[key]
+        assert part.iterations == t and part.extra["steps"] == t and part.draws == 2
+        assert 0 < part.grad_evals < res.grad_evals and part.seconds_per_draw > 0
+    assert res.path[1].epsilon_spent < res.path[20].epsilon_spent < res.epsilon_spent

@@ -113,6 +113,31 @@ def test_opt_gap_uses_the_optimum_of_the_same_split():
     assert (records["opt_gap"] >= -1e-9).all() and (optima["certified"]).all()
 
 
+def test_a_path_runs_every_step_count_in_one_run_and_the_longest_as_alone():
+    from dperm.optimum import compute_optima
+
+    data = _toy()
+    spec = {**_spec("sgd-ma", "T40", draws=2), "hyper": {}}
+    optima = compute_optima(spec, data)
+    alone = run_cell(spec, data, optima)
+    path = run_cell({**spec, "path": [1, 15]}, data, optima)
+    assert list(path.columns) == RECORD_COLUMNS
+    assert path.groupby("setting").size().to_dict() == {"T1": 8, "T15": 8, "T40": 8}
+    longest = path[path["setting"] == "T40"].reset_index(drop=True)
+    same = [c for c in RECORD_COLUMNS if c != "fit_seconds"]
+    pd.testing.assert_frame_equal(longest[same], alone[same])
+    by = path.groupby("setting")
+    assert (by["iterations"].unique().map(list).to_dict() == {"T1": [1], "T15": [15], "T40": [40]})
+    assert by["seed"].apply(list).map(tuple).nunique() == 1  # the same fits, cut at each step count
+    eps = by["epsilon_spent"].mean()
+    assert eps["T1"] < eps["T15"] < eps["T40"]
+    assert path["excess_risk"].notna().all() and np.isinf(path["epsilon"]).all()
+    with pytest.raises(ValueError, match=r"path=\[40\]"):
+        run_cell({**spec, "path": [40]}, data)
+    with pytest.raises(ValueError, match="a path needs a T<steps> setting"):
+        run_cell({**_spec(), "path": [1]}, data)
+
+
 def _deterministic_bytes(frame: pd.DataFrame) -> str:
     return frame.drop(columns=["fit_seconds"]).to_csv(index=False)
 

@@ -7,7 +7,10 @@ number of cores; only ``fit_seconds`` (wall time) varies between runs.
 
 Privacy settings (the ``eps`` part of a cell's file name, written by :func:`format_epsilon`):
 a number is the target ε; ``inf`` is a non-private algorithm; ``T<steps>`` is an algorithm whose ε
-is *computed* from a fixed number of steps (SGD-MA), reported in ``epsilon_spent``.
+is *computed* from a fixed number of steps (SGD-MA), reported in ``epsilon_spent``. The
+``T<steps>`` cells of one (experiment, dataset, model, algorithm) are run as one *path*: the
+longest cell's fits, each also releasing its iterate after the shorter step counts (the first t
+steps of that run are a t-step run; see :func:`run_cell`), so the grid costs its longest run.
 """
 
 from __future__ import annotations
@@ -153,11 +156,38 @@ def _metrics(loss, result, train, X_test, y_test):
     return accuracy, objective, _per_draw(train.value(W), draws)
 
 
+def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p) -> list[dict]:
+    """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``)."""
+    accuracy, objective, regularised, opt_gap, excess = metrics
+    per_draw = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
+    eps_spent = _per_draw(result.epsilon_spent, result.draws)
+    evals, iters = _per_draw(result.grad_evals, result.draws), _per_draw(result.iterations, result.draws)
+    return [{
+        "paper": spec["paper"], "experiment": spec["experiment"], "dataset": spec["dataset"],
+        "model": spec["model"]["name"], "algorithm": cell_algorithm(spec), "variant": algo.variant,
+        "label": algo.label, "setting": setting, "sweep": spec.get("sweep", ""),
+        "epsilon": parse_setting(setting)[0], "delta": privacy.delta, "epsilon_spent": eps_spent[d],
+        "delta_spent": result.delta_spent, "adjacency": result.adjacency,
+        "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,
+        "accuracy": accuracy[d], "objective": objective[d], "regularised_objective": regularised[d],
+        "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
+        "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
+        "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
+        "dp_as_implemented": algo.dp_as_implemented, "notes": "; ".join(result.notes),
+        "dperm_version": __version__,
+    } for d in range(result.draws)]
+
+
 def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None) -> pd.DataFrame:
     """Run every fold, repeat and draw of one cell; return one record per fit.
 
     ``optima`` (from :func:`dperm.optimum.compute_optima`, same splits) supplies the certified
     optimum of each training fold for ``opt_gap`` and ``excess_risk``; without it they are NaN.
+
+    ``spec["path"]`` (step counts below the cell's ``T<steps>``) runs the cells of those step
+    counts along the same run: each fit also releases its iterate after each of them (the first
+    t steps of the run, accounted for t steps), recorded with setting ``T<t>`` and the fit's seed.
+    The ``T<steps>`` records are the same as without a path.
     """
     from .algorithms import Privacy, get_algorithm
 
@@ -166,6 +196,12 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     hyper = dict(spec.get("hyper") or {})
     if steps is not None:
         hyper["steps"] = steps
+    path = [int(t) for t in spec.get("path", [])]
+    if path:
+        if steps is None or any(not 1 <= t < steps for t in path):
+            raise ValueError(f"a path needs a T<steps> setting and shorter step counts; got "
+                             f"epsilon={spec['epsilon']!r}, path={spec['path']!r}")
+        hyper["snapshots"] = tuple(path)
     privacy = Privacy(target, spec["delta"])
     full = build_problem(spec, arrays)
     splits = make_splits(spec["protocol"], full.n, split_seed(spec))
@@ -185,24 +221,19 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
             opt_gap, excess = objective - row["L_star"], regularised - row["F_star"]
         else:
             opt_gap = excess = np.full(result.draws, np.nan)
-        per_draw = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
-        eps_spent = _per_draw(result.epsilon_spent, result.draws)
-        evals, iters = _per_draw(result.grad_evals, result.draws), _per_draw(result.iterations, result.draws)
-        for d in range(result.draws):
-            records.append({
-                "paper": spec["paper"], "experiment": spec["experiment"], "dataset": spec["dataset"],
-                "model": spec["model"]["name"], "algorithm": cell_algorithm(spec), "variant": algo.variant,
-                "label": algo.label, "setting": format_epsilon(spec["epsilon"]), "sweep": spec.get("sweep", ""),
-                "epsilon": target, "delta": privacy.delta, "epsilon_spent": eps_spent[d],
-                "delta_spent": result.delta_spent, "adjacency": result.adjacency,
-                "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,
-                "accuracy": accuracy[d], "objective": objective[d], "regularised_objective": regularised[d],
-                "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
-                "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
-                "n_test": len(split.test), "p": full.p, "tuning": spec.get("tuning", "private"),
-                "dp_as_implemented": algo.dp_as_implemented, "notes": "; ".join(result.notes),
-                "dperm_version": __version__,
-            })
+        records += _records(spec, algo, privacy, format_epsilon(spec["epsilon"]), result, split, seed,
+                            elapsed, (accuracy, objective, regularised, opt_gap, excess), full.p)
+        missing = sorted(set(path) - set(result.path))
+        if missing:
+            raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
+        for t in path:  # the same run after t steps: its own cell (setting T<t>)
+            part = result.path[t]
+            metrics = _metrics(full.loss, part, train, full.X[split.test], full.y[split.test])
+            if best is not None:
+                metrics += (metrics[1] - row["L_star"], metrics[2] - row["F_star"])
+            else:
+                metrics += (np.full(part.draws, np.nan),) * 2
+            records += _records(spec, algo, privacy, f"T{t}", part, split, seed, elapsed, metrics, full.p)
         if log is not None:
             log(f"{cell_algorithm(spec)} eps={format_epsilon(spec['epsilon'])}: split {i}/{len(splits)} "
                 f"(fold {split.fold}, repeat {split.repeat}) {result.draws} draw(s) in {elapsed:.2f}s")

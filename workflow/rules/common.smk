@@ -4,6 +4,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -156,6 +157,73 @@ def cell_inputs(wildcards):
     if experiments.solves_optimum(paper, wildcards.model):
         inputs["optimum"] = experiments.optimum_path(spec)
     return inputs
+
+
+# Algorithms whose privacy setting is a step count (T<steps>, e.g. SGD-MA): every step count of
+# an experiment comes from one run (snapshots along the path of the longest; dperm.protocol).
+PATH_ALGORITHMS = sorted(
+    {key for paper in PAPERS.values() for exp in paper["experiments"].values() for key in exp["steps"]}
+)
+
+
+def path_cell_wildcards(wildcards):
+    """The wildcards of a path's longest cell (its spec, inputs and seed are that cell's)."""
+    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
+    return SimpleNamespace(
+        paper=wildcards.paper,
+        experiment=wildcards.experiment,
+        dataset=wildcards.dataset,
+        model=wildcards.model,
+        algorithm=wildcards.algorithm,
+        epsilon=f"T{max(int(t) for t in steps)}",
+    )
+
+
+def path_steps(wildcards):
+    """The step counts a path releases before its last step."""
+    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
+    return sorted({int(t) for t in steps} - {max(int(t) for t in steps)})
+
+
+def path_inputs(wildcards):
+    return cell_inputs(path_cell_wildcards(wildcards))
+
+
+def path_spec_param(wildcards, input):
+    """The longest cell's spec plus the shorter step counts to release along its run."""
+    longest = path_cell_wildcards(wildcards)
+    text = cell_spec_param(longest, input)
+    if text.startswith("pending"):
+        return text
+    return experiments.dumps({**json.loads(text), "path": path_steps(wildcards)})
+
+
+def path_code(wildcards):
+    return cell_code(path_cell_wildcards(wildcards))
+
+
+def extract_path_cell(path_file, out, setting, log):
+    """Write the records of one step count of a path as a cell file (the rows' text unchanged),
+    atomically; say what was cut in ``log``."""
+    import csv
+    import io
+    from dperm.files import write_text_atomic
+
+    with open(path_file, newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        column = header.index("setting")
+        rows, seen = [], set()
+        for row in reader:
+            seen.add(row[column])
+            if row[column] == setting:
+                rows.append(row)
+    if not rows:
+        raise ValueError(f"{path_file} has no records at {setting}; it has {sorted(seen)}")
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows([header, *rows])
+    write_text_atomic(out, text.getvalue())
+    Path(log).write_text(f"{len(rows)} records at {setting} from {path_file} -> {out}\n")
 
 
 def optimum_spec_json(wildcards):

@@ -75,3 +75,49 @@ rule run_cell:
     shell:
         "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
         " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
+
+
+rule run_path:
+    """Every step count of a T<steps> algorithm in one run: the longest cell's fits, releasing
+    their iterates at the shorter step counts too (dperm.protocol.run_cell, spec "path")."""
+    input:
+        unpack(path_inputs),
+    output:
+        "results/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
+    params:
+        spec=path_spec_param,
+        data=lambda wildcards, input: input.data if hasattr(input, "data") else "<pending>",
+        optimum=lambda wildcards, input: (
+            f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
+        ),
+        code=path_code,
+    wildcard_constraints:
+        algorithm=_alternatives(PATH_ALGORITHMS) or "(?!)",
+    log:
+        "logs/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.log",
+    benchmark:
+        "benchmarks/out/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.tsv"
+    threads: 1
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
+        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
+
+
+ruleorder: path_cell > run_cell
+
+
+rule path_cell:
+    """A T<steps> cell: its records, cut from its path's file."""
+    input:
+        "results/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
+    output:
+        "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
+    wildcard_constraints:
+        algorithm=_alternatives(PATH_ALGORITHMS) or "(?!)",
+        epsilon="T[0-9]+",
+    log:
+        "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
+    run:
+        extract_path_cell(input[0], output[0], wildcards.epsilon, log[0])

@@ -41,6 +41,14 @@ single Poisson batch for algorithms that sample step by step, e.g. DP-AGD and Pr
 * :class:`FixedSizeSampler` — b distinct rows uniformly at random;
 * both draw their subsets with :func:`uniform_subsets` (many steps at once, exact).
 
+**Snapshots** (``snapshots=(t_1, ..., t_k)``, all below ``steps``): the iterates after t_j steps
+are kept as well. They are the first t_j steps of the same chains, so each is exactly a t_j-step
+run of the mechanism (same sampling, clipping and noise per step; accounted for t_j steps). The
+random draws do not change: a block is still sampled and noised whole, and only the kernel call
+is cut at a snapshot, so the ``steps`` result is identical with or without snapshots. (A
+separate t_j-step run draws its last block shorter and so differs in its numbers, not its law.)
+One path thus gives SGD-MA's whole T grid at the cost of its longest run.
+
 Cost per step and draw: the gather of the batch's rows from X (random rows, memory-bound) and
 the sampling dominate; what lockstep removes is the per-call numpy overhead of one draw's step.
 """
@@ -48,7 +56,8 @@ the sampling dominate; what lockstep removes is the per-call numpy overhead of o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -155,19 +164,32 @@ def chunk_steps(sampler) -> int:
 
 @dataclass
 class NoisySGDRun:
-    """Output of :func:`run_noisy_sgd`: last iterates ``(draws, p)`` and rows sampled per draw."""
+    """Output of :func:`run_noisy_sgd`: last iterates ``(draws, p)``, rows sampled per draw, the
+    wall time, and the runs at the requested snapshots (steps -> :class:`NoisySGDRun`)."""
 
     weights: np.ndarray
     rows_sampled: np.ndarray
+    seconds: float = 0.0
+    snapshots: dict = field(default_factory=dict)
 
     def grad_evals(self, n: int) -> float:
         """Per-example gradients per draw, in full-gradient equivalents (mean over draws)."""
         return float(self.rows_sampled.mean()) / n
 
 
+def check_snapshots(snapshots, steps: int) -> tuple[int, ...]:
+    """Sorted distinct step counts in [1, steps); ValueError naming the bad value otherwise."""
+    out = []
+    for t in snapshots:
+        if not (isinstance(t, (int, np.integer)) and 1 <= t < steps):
+            raise ValueError(f"snapshots must be integers in [1, steps) with steps={steps}; got {t!r}")
+        out.append(int(t))
+    return tuple(sorted(set(out)))
+
+
 def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std: float,
                   learning_rate: float, divisor: float, chunk: int | None = None,
-                  lockstep: bool | None = None) -> NoisySGDRun:
+                  lockstep: bool | None = None, snapshots=()) -> NoisySGDRun:
     """Run one noisy-SGD chain per generator in ``rngs`` for ``steps`` steps (module docstring).
 
     ``rngs``: one generator per draw (:func:`.base.draw_rngs`); ``sampler(rng, k)`` gives k
@@ -175,7 +197,8 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
     Gaussian added to each clipped sum; ``divisor`` the normaliser L; the L2 coefficient λ is
     ``problem.l2``. ``chunk`` (steps per block) defaults to :func:`chunk_steps`.
     ``lockstep=None`` batches the draws for GLM losses; ``False`` forces the per-draw loop (any
-    loss). Returns the last iterates and the rows each draw sampled.
+    loss). ``snapshots``: step counts below ``steps`` whose iterates are kept too (module
+    docstring). Returns the last iterates and the rows each draw sampled.
     """
     if not clip > 0:
         raise ValueError(f"clip must be positive, got {clip!r}")
@@ -187,26 +210,38 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
         raise ValueError("lockstep=True needs a GLM loss")
     per_draw = max(chunk * sampler.width, sampler.width * problem.X.shape[1], 1)
     group = max(1, _GROUP_ELEMENTS // per_draw)
-    weights = np.zeros((draws, p))
-    rows_sampled = np.zeros(draws, dtype=np.int64)
+    snapshots = check_snapshots(snapshots, steps)
+
+    def empty():
+        return NoisySGDRun(weights=np.zeros((draws, p)), rows_sampled=np.zeros(draws, dtype=np.int64))
+
+    out = empty()
+    out.snapshots = {t: empty() for t in snapshots}
     kernel = _LockstepGLM(problem, clip) if batched else _PerDraw(problem, clip)
+    start_time = time.perf_counter()
     for start in range(0, draws, group):  # groups bound the memory of a block; draws are independent
         sl = slice(start, min(start + group, draws))
-        rows_sampled[sl] = _run_group(kernel, weights[sl], rngs[sl], steps, sampler, chunk, noise_std,
-                                      learning_rate, divisor, problem.l2)
-    return NoisySGDRun(weights=weights, rows_sampled=rows_sampled)
+        _run_group(kernel, out, sl, rngs[sl], steps, sampler, chunk, noise_std, learning_rate, divisor,
+                   problem.l2)
+    out.seconds = time.perf_counter() - start_time
+    return out
 
 
-def _run_group(kernel, W, rngs, steps, sampler, chunk, noise_std, learning_rate, divisor, l2):
-    """Advance the draws of ``W`` (updated in place) block by block; returns rows sampled per draw.
+def _run_group(kernel, out, sl, rngs, steps, sampler, chunk, noise_std, learning_rate, divisor, l2):
+    """Advance the draws ``sl`` of ``out.weights`` (in place) block by block, filling their rows
+    sampled, and their iterates, rows sampled and time at each snapshot.
 
     Per block of k steps: ``rows`` (k, draws, width) int64 padded with n, ``sizes`` (k, draws),
-    ``noise`` (k, draws, p) already scaled by η·σ/L.
+    ``noise`` (k, draws, p) already scaled by η·σ/L. A snapshot inside a block cuts the kernel
+    call there; the block's random draws are made whole before, as without snapshots.
     """
+    W = out.weights[sl]  # a view: the kernel updates it in place
     draws, p = W.shape
     step = learning_rate / divisor
     decay = 1.0 - learning_rate * l2
-    seen = np.zeros(draws, dtype=np.int64)
+    seen = out.rows_sampled[sl]
+    pending = sorted(out.snapshots)
+    start_time = time.perf_counter()
     for t0 in range(0, steps, chunk):
         k = min(chunk, steps - t0)
         blocks, sizes = [], np.empty((k, draws), dtype=np.int64)
@@ -216,14 +251,23 @@ def _run_group(kernel, W, rngs, steps, sampler, chunk, noise_std, learning_rate,
             blocks.append(rows_d)
             noise[:, d] = rng.standard_normal((k, p))
         noise *= step * noise_std
-        seen += sizes.sum(axis=0)
         width = int(sizes.max(initial=0))
         rows = np.full((k, draws, width), sampler.n, dtype=np.int64)
         for d, rows_d in enumerate(blocks):
             w = min(width, rows_d.shape[1])
             rows[:, d, :w] = rows_d[:, :w]
-        kernel.run(W, rows, sizes, noise, step, decay)
-    return seen
+        a = 0
+        while pending and pending[0] <= t0 + k:  # snapshots in this block: cut the kernel call
+            b = pending.pop(0) - t0
+            kernel.run(W, rows[a:b], sizes[a:b], noise[a:b], step, decay)
+            seen += sizes[a:b].sum(axis=0)
+            snap = out.snapshots[t0 + b]
+            snap.weights[sl], snap.rows_sampled[sl] = W, seen
+            snap.seconds += time.perf_counter() - start_time
+            a = b
+        if a < k:
+            kernel.run(W, rows[a:], sizes[a:], noise[a:], step, decay)
+            seen += sizes[a:].sum(axis=0)
 
 
 class _LockstepGLM:

@@ -51,7 +51,9 @@ class FitResult:
     private); it may be an array with one value per draw. ``grad_evals`` counts per-example gradient
     evaluations divided by n (full-gradient equivalents). ``seconds_per_draw`` is set by algorithms
     whose draws share work, to report what one independent run would cost; otherwise the protocol
-    uses the measured wall time divided by ``draws``.
+    uses the measured wall time divided by ``draws``. ``path`` holds, for an algorithm run with
+    ``snapshots`` (its privacy setting a step count, e.g. SGD-MA), the release after each
+    requested smaller number of steps of the same run: steps -> :class:`FitResult`.
     """
 
     weights: np.ndarray
@@ -63,6 +65,7 @@ class FitResult:
     seconds_per_draw: float | None = None
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    path: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.weights = np.atleast_2d(np.asarray(self.weights, dtype=float))

@@ -40,7 +40,9 @@ P6). Both variants report both numbers in ``extra`` (``epsilon_rdp``, ``epsilon_
 
 Execution: the ``draws`` chains run in lockstep through :func:`._batched_sgd.run_noisy_sgd`
 (one vectorised step for all draws, each draw with its own batches and noise from its own
-generator; its docstring explains why this changes nothing privacy-wise). Samplers:
+generator; its docstring explains why this changes nothing privacy-wise). ``snapshots``
+(SGD-MA) keeps the iterates after fewer steps of the same run, each released in ``path`` with
+the ε of its own step count (the protocol runs a T grid this way). Samplers:
 :class:`._batched_sgd.PoissonSampler` (correct SGD-MA) and :class:`._batched_sgd.FixedSizeSampler`
 (SGD-Adv, ``sgd-ma-reference``). Cost: O(b·p) per step and draw (GLM clipped sums never form
 per-example gradients).
@@ -215,7 +217,7 @@ def sgd_ma_epsilons(q: float, noise_multiplier: float, steps: int, delta: float)
 
 
 def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplier, batch_size, clip,
-                learning_rate, reference):
+                learning_rate, reference, snapshots=()):
     delta = float(privacy.delta)
     if not delta > 0:
         raise ValueError(f"sgd-ma needs delta > 0 to report an epsilon; got delta={privacy.delta!r}")
@@ -226,24 +228,33 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     b = _check_common(problem, batch_size, clip, learning_rate)
     q = b / n
     sample = FixedSizeSampler(n, b) if reference else PoissonSampler(n, q)
-    weights, evals = _noisy_sgd(problem, rng, draws, int(steps), sample, clip, noise_multiplier * clip,
-                                learning_rate, b)
-    eps = sgd_ma_epsilons(q, noise_multiplier, int(steps), delta)
-    spent = eps["epsilon_moments_ref"] if reference else eps["epsilon_rdp"]
-    return FitResult(weights=weights, epsilon_spent=spent, delta_spent=delta, adjacency="add-remove",
-                     grad_evals=evals, iterations=int(steps),
-                     extra=dict(eps, steps=int(steps), batch_size=b, sampling_rate=q, clip=clip,
-                                noise_multiplier=noise_multiplier, learning_rate=learning_rate,
-                                sampling="fixed size, without replacement" if reference else "poisson"))
+    run = run_noisy_sgd(problem, draw_rngs(rng, draws), int(steps), sample, clip=clip,
+                        noise_std=noise_multiplier * clip, learning_rate=learning_rate, divisor=b,
+                        snapshots=snapshots)
+
+    def release(t, part, seconds_per_draw=None):
+        eps = sgd_ma_epsilons(q, noise_multiplier, t, delta)
+        spent = eps["epsilon_moments_ref"] if reference else eps["epsilon_rdp"]
+        return FitResult(weights=part.weights, epsilon_spent=spent, delta_spent=delta, adjacency="add-remove",
+                         grad_evals=part.grad_evals(n), iterations=t, seconds_per_draw=seconds_per_draw,
+                         extra=dict(eps, steps=t, batch_size=b, sampling_rate=q, clip=clip,
+                                    noise_multiplier=noise_multiplier, learning_rate=learning_rate,
+                                    sampling="fixed size, without replacement" if reference else "poisson"))
+
+    result = release(int(steps), run)
+    # Each snapshot is the first t steps of these chains: a t-step run, accounted for t steps.
+    result.path = {t: release(t, part, part.seconds / draws) for t, part in run.snapshots.items()}
+    return result
 
 
 @register("sgd-ma", depends_on_epsilon=False,
           description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP accountant")
 def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
                noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
-               learning_rate: float = 0.05):
+               learning_rate: float = 0.05, snapshots=()):
     return _fit_sgd_ma(problem, privacy, rng, draws, steps=steps, noise_multiplier=noise_multiplier,
-                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=False)
+                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=False,
+                       snapshots=snapshots)
 
 
 @register("sgd-ma-reference", variant="reference", depends_on_epsilon=False, dp_as_implemented=False,
@@ -253,6 +264,7 @@ def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1
           description="SGD-MA as in the DP-AGD code")
 def fit_sgd_ma_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
                          noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
-                         learning_rate: float = 0.05):
+                         learning_rate: float = 0.05, snapshots=()):
     return _fit_sgd_ma(problem, privacy, rng, draws, steps=steps, noise_multiplier=noise_multiplier,
-                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=True)
+                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=True,
+                       snapshots=snapshots)
