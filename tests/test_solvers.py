@@ -249,3 +249,21 @@ def test_sgd_without_replacement_visits_every_row_once_per_epoch():
     solvers.sgd(spy, rng=np.random.default_rng(0), step=0.1, n_iter=10, batch_size=8, replace=False)
     for epoch in (seen[:5], seen[5:]):
         np.testing.assert_array_equal(np.sort(np.concatenate(epoch)), np.arange(40))
+
+
+@pytest.mark.parametrize("name, params", SMOOTH, ids=SMOOTH_IDS)
+def test_glm_hessian_is_the_derivative_of_the_gradient(name, params, monkeypatch):
+    problem = make_problem(name, params, n=300)
+    w = np.random.default_rng(1).standard_normal(problem.p)
+    h = 1e-6
+    numeric = np.array([(problem.grad(w + h * e) - problem.grad(w - h * e)) / (2 * h)
+                        for e in np.eye(problem.p)])
+    monkeypatch.setattr(solvers, "NEWTON_CHUNK", 128)  # several row blocks
+    H = solvers.glm_hessian(problem, w, shift=0.5)
+    np.testing.assert_allclose(H, numeric + 0.5 * np.eye(problem.p), rtol=1e-5, atol=1e-7)
+    assert np.array_equal(H, H.T)
+    # A block with negative curvature (not a convex loss) takes the general product, not √φ''.
+    curvature = problem.loss.d2phi
+    monkeypatch.setattr(problem.loss, "d2phi", lambda z, y: curvature(z, y) - 0.1)
+    shifted = solvers.glm_hessian(problem, w, shift=0.5)
+    np.testing.assert_allclose(shifted, H - 0.1 * (problem.X.T @ problem.X) / problem.n, rtol=1e-12, atol=1e-12)
