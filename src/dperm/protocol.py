@@ -214,26 +214,24 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
         start = time.perf_counter()
         result = algo.fit(train, privacy, np.random.default_rng(seed), draws=draws, **hyper)
         elapsed = time.perf_counter() - start
-        accuracy, objective, regularised = _metrics(full.loss, result, train, full.X[split.test],
-                                                    full.y[split.test])
-        if best is not None:
-            row = best.loc[(split.fold, split.repeat)]
-            opt_gap, excess = objective - row["L_star"], regularised - row["F_star"]
-        else:
-            opt_gap = excess = np.full(result.draws, np.nan)
+        row = best.loc[(split.fold, split.repeat)] if best is not None else None
+
+        def metrics(res):
+            """(accuracy, objective, regularised objective, opt_gap, excess_risk) per draw."""
+            accuracy, objective, regularised = _metrics(full.loss, res, train, full.X[split.test],
+                                                        full.y[split.test])
+            if row is None:
+                return accuracy, objective, regularised, *(np.full(res.draws, np.nan),) * 2
+            return accuracy, objective, regularised, objective - row["L_star"], regularised - row["F_star"]
+
         records += _records(spec, algo, privacy, format_epsilon(spec["epsilon"]), result, split, seed,
-                            elapsed, (accuracy, objective, regularised, opt_gap, excess), full.p)
+                            elapsed, metrics(result), full.p)
         missing = sorted(set(path) - set(result.path))
         if missing:
             raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
         for t in path:  # the same run after t steps: its own cell (setting T<t>)
-            part = result.path[t]
-            metrics = _metrics(full.loss, part, train, full.X[split.test], full.y[split.test])
-            if best is not None:
-                metrics += (metrics[1] - row["L_star"], metrics[2] - row["F_star"])
-            else:
-                metrics += (np.full(part.draws, np.nan),) * 2
-            records += _records(spec, algo, privacy, f"T{t}", part, split, seed, elapsed, metrics, full.p)
+            records += _records(spec, algo, privacy, f"T{t}", result.path[t], split, seed, elapsed,
+                                metrics(result.path[t]), full.p)
         if log is not None:
             log(f"{cell_algorithm(spec)} eps={format_epsilon(spec['epsilon'])}: split {i}/{len(splits)} "
                 f"(fold {split.fold}, repeat {split.repeat}) {result.draws} draw(s) in {elapsed:.2f}s")

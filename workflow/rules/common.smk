@@ -166,23 +166,22 @@ PATH_ALGORITHMS = sorted(
 )
 
 
+def path_grid(wildcards):
+    """A path's step counts, ascending (the experiment's ``steps`` for its algorithm)."""
+    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
+    return sorted({int(t) for t in steps})
+
+
 def path_cell_wildcards(wildcards):
     """The wildcards of a path's longest cell (its spec, inputs and seed are that cell's)."""
-    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
     return SimpleNamespace(
         paper=wildcards.paper,
         experiment=wildcards.experiment,
         dataset=wildcards.dataset,
         model=wildcards.model,
         algorithm=wildcards.algorithm,
-        epsilon=f"T{max(int(t) for t in steps)}",
+        epsilon=f"T{path_grid(wildcards)[-1]}",
     )
-
-
-def path_steps(wildcards):
-    """The step counts a path releases before its last step."""
-    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
-    return sorted({int(t) for t in steps} - {max(int(t) for t in steps)})
 
 
 def path_inputs(wildcards):
@@ -195,7 +194,7 @@ def path_spec_param(wildcards, input):
     text = cell_spec_param(longest, input)
     if text.startswith("pending"):
         return text
-    return experiments.dumps({**json.loads(text), "path": path_steps(wildcards)})
+    return experiments.dumps({**json.loads(text), "path": path_grid(wildcards)[:-1]})
 
 
 def path_code(wildcards):
