@@ -107,32 +107,30 @@ def pipeline_seconds() -> dict:
     Snakemake samples a job's CPU time every 0.5 s for its first 15 s, then every 30 s, so a
     long job's figure can miss up to 30 s: the sums are lower bounds; the target's wall and CPU
     time measured around the whole ``snakemake`` command are the authoritative totals."""
-    root = ROOT / "benchmarks/out/runs/lee2018"
     rows = []
-    for path in root.rglob("*.tsv"):
-        algorithm = path.parent.name
-        stats = pd.read_csv(path, sep="\t")
-        rows.append({"algorithm": algorithm, "experiment": path.relative_to(root).parts[0],
-                     "seconds": float(stats["cpu_time"].iloc[-1])})
-    paths = ROOT / "benchmarks/out/paths/lee2018"  # one job per T grid (SGD-MA)
-    for path in paths.rglob("*.tsv"):
-        stats = pd.read_csv(path, sep="\t")
-        rows.append({"algorithm": path.stem, "experiment": path.relative_to(paths).parts[0],
-                     "seconds": float(stats["cpu_time"].iloc[-1])})
+    # Cells run alone (runs: .../<algorithm>/eps<ε>.tsv), rows (every target ε of one algorithm
+    # in one job) and paths (SGD-MA's T grid in one job): rows/ and paths/ are .../<algorithm>.tsv.
+    for sub in ("runs", "rows", "paths"):
+        root = ROOT / "benchmarks/out" / sub / "lee2018"
+        for path in root.rglob("*.tsv"):
+            stats = pd.read_csv(path, sep="\t")
+            rows.append({"algorithm": path.parent.name if sub == "runs" else path.stem,
+                         "experiment": path.relative_to(root).parts[0],
+                         "seconds": float(stats["cpu_time"].iloc[-1])})
     extra = [pd.read_csv(p, sep="\t")["cpu_time"].iloc[-1] for sub in ("tune/lee2018", "optimum/lee2018")
              for p in (ROOT / "benchmarks/out" / sub).rglob("*.tsv")]
     if not rows:
         return {}
     frame = pd.DataFrame(rows)
     by_algorithm = frame.groupby("algorithm")["seconds"].sum().sort_values(ascending=False)
-    print("\nlee2018 pipeline, CPU seconds per algorithm (sum over cells):")
+    print("\nlee2018 pipeline, CPU seconds per algorithm (sum over its jobs):")
     for name, seconds in by_algorithm.items():
         print(f"  {name:22s} {seconds:9.1f} s")
     total = float(frame["seconds"].sum() + sum(extra))
     print(f"  {'tuning + optima':22s} {sum(extra):9.1f} s\n  {'total (CPU seconds)':22s} {total:9.1f} s"
           f" = {total / 2 / 60:.1f} min on 2 cores if perfectly packed")
     return {"cpu_seconds_by_algorithm": by_algorithm.round(1).to_dict(), "cpu_seconds_total": round(total, 1),
-            "cells": len(frame)}
+            "jobs": len(frame)}
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO
 from dperm.protocol import (RECORD_COLUMNS, derive_seed, format_epsilon, make_splits, parse_setting,
-                            run_cell, split_seed)
+                            run_cell, run_cells, split_seed)
 
 
 @pytest.mark.parametrize("value, text", [(0.05, "0.05"), (1, "1"), (1.0, "1"), ("1.0", "1"),
@@ -136,6 +136,60 @@ def test_a_path_runs_every_step_count_in_one_run_and_the_longest_as_alone():
         run_cell({**spec, "path": [40]}, data)
     with pytest.raises(ValueError, match="a path needs a T<steps> setting"):
         run_cell({**_spec(), "path": [1]}, data)
+
+
+def test_a_row_runs_each_cell_as_it_runs_alone_on_shared_read_only_folds():
+    from dperm.protocol import _train_problem, build_problem
+
+    data = _toy()
+    X_before = data["X"].copy()
+    hinge = {"name": "svm", "loss": "hinge", "l2": 1e-3}
+    specs = [_spec(epsilon=e) for e in ("0.5", "1", "2")] + [
+        {**_spec("nonprivate", "inf"), "model": hinge}]  # another loss: ±1 labels on the same folds
+    row = run_cells(specs, data)
+    alone = pd.concat([run_cell(s, data) for s in specs], ignore_index=True)
+    same = [c for c in RECORD_COLUMNS if c != "fit_seconds"]
+    pd.testing.assert_frame_equal(row[same], alone[same])
+    assert row["setting"].tolist() == alone["setting"].tolist()
+    assert row.groupby("setting").size().to_dict() == {"0.5": 12, "1": 12, "2": 12, "inf": 4}
+    np.testing.assert_array_equal(data["X"], X_before)
+
+    full = build_problem(specs[0], data)
+    split = make_splits(specs[0]["protocol"], full.n, split_seed(specs[0]))[1]
+    folds = {}
+    first, second = (_train_problem(full, split, folds, "k") for _ in range(2))
+    assert first.X is second.X and not first.X.flags.writeable  # cut once; no fit can change it
+    np.testing.assert_array_equal(first.X, full.X[split.train])
+    np.testing.assert_array_equal(first.row_norms, full.row_norms[split.train])
+    with pytest.raises(ValueError, match="at least one cell spec"):
+        run_cells([], data)
+
+
+def test_a_cell_is_cut_from_a_path_file_with_its_text_unchanged(tmp_path):
+    from dperm.records import cut_cell
+
+    data = _toy()
+    spec = {**_spec("sgd-ma", "T30", draws=2), "hyper": {}, "path": [1, 10]}
+    source = tmp_path / "path.csv"
+    source.write_text(run_cell(spec, data).to_csv(index=False))
+    lines = source.read_text().splitlines()
+    out = tmp_path / "cell.csv"
+    assert cut_cell(source, out, "T10") == 8
+    cell = out.read_text().splitlines()
+    assert cell[0] == lines[0] and cell[1:] == [line for line in lines[1:] if ",T10," in line]
+    with pytest.raises(ValueError, match=r"no records at setting 'T5'; it has \['T1', 'T10', 'T30'\]"):
+        cut_cell(source, tmp_path / "none.csv", "T5")
+    assert not (tmp_path / "none.csv").exists()
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ValueError, match="is empty"):
+        cut_cell(tmp_path / "empty.csv", out, "T1")
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="no 'setting' column"):
+        cut_cell(tmp_path / "other.csv", out, "T1")
+    cli = tmp_path / "cli.csv"  # the pipeline's command
+    subprocess.run([sys.executable, "-m", "dperm", "cut-cell", "--setting", "T1", str(source), str(cli)],
+                   check=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True)
+    assert pd.read_csv(cli)["iterations"].eq(1).all() and len(pd.read_csv(cli)) == 8
 
 
 def _deterministic_bytes(frame: pd.DataFrame) -> str:

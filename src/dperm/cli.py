@@ -70,14 +70,24 @@ def _cmd_run_cell(args) -> None:
 
     from .datasets.prepare import load_prepared
     from .files import write_text_atomic
-    from .protocol import run_cell
+    from .protocol import run_cell, run_cells
 
     spec = _load_spec(args.spec)
     arrays, _ = load_prepared(args.data)
     optima = pd.read_csv(args.optimum) if args.optimum else None
-    records = run_cell(spec, arrays, optima, log=log.info)
+    if isinstance(spec, list):  # a row: several cells on the same data, in one process
+        records = run_cells(spec, arrays, optima, log=log.info)
+    else:
+        records = run_cell(spec, arrays, optima, log=log.info)
     write_text_atomic(args.out, records.to_csv(index=False))
     log.info("%d records -> %s", len(records), args.out)
+
+
+def _cmd_cut_cell(args) -> None:
+    from .records import cut_cell
+
+    count = cut_cell(args.source, args.out, args.setting)
+    log.info("%d records at %s from %s -> %s", count, args.setting, args.source, args.out)
 
 
 def _cmd_optimum(args) -> None:
@@ -220,8 +230,8 @@ def _cmd_info(args) -> None:
 
 # sub-commands of this module (the paper modules add theirs): a job running one of these does
 # not import the paper modules
-CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-cell", "optimum", "summarise",
-                           "tune", "figure", "info"})
+CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-cell", "cut-cell", "optimum",
+                           "summarise", "tune", "figure", "info"})
 
 
 def paper_modules():
@@ -274,12 +284,19 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--md", required=True)
     p.set_defaults(func=_cmd_dataset_table)
 
-    p = sub.add_parser("run-cell", help="run one table cell (all folds, repeats and draws)")
-    p.add_argument("--spec", required=True, help="cell spec as JSON, or @file.json")
+    p = sub.add_parser("run-cell", help="run one table cell (all folds, repeats and draws), or a row of them")
+    p.add_argument("--spec", required=True,
+                   help="cell spec as JSON, or a JSON list of cell specs on the same data (a row); or @file.json")
     p.add_argument("--data", required=True, help="prepared .npz")
     p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")
     p.add_argument("--out", required=True, help="records .csv")
     p.set_defaults(func=_cmd_run_cell)
+
+    p = sub.add_parser("cut-cell", help="one privacy setting's records of a row or path file, as a cell file")
+    p.add_argument("source", help="results/rows/... or results/paths/... records .csv")
+    p.add_argument("out", help="the cell's records .csv")
+    p.add_argument("--setting", required=True, help="privacy setting token, e.g. 0.4 or T1000")
+    p.set_defaults(func=_cmd_cut_cell)
 
     p = sub.add_parser("optimum", help="certified optimum of every training fold")
     p.add_argument("--spec", required=True, help="optimum spec as JSON, or @file.json")

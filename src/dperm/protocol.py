@@ -11,6 +11,9 @@ is *computed* from a fixed number of steps (SGD-MA), reported in ``epsilon_spent
 ``T<steps>`` cells of one (experiment, dataset, model, algorithm) are run as one *path*: the
 longest cell's fits, each also releasing its iterate after the shorter step counts (the first t
 steps of that run are a t-step run; see :func:`run_cell`), so the grid costs its longest run.
+The numeric-ε cells of one (experiment, dataset, model, algorithm) are run as one *row*
+(:func:`run_cells`): one process, one load of the data, the training folds cut once; each cell's
+records are those it has alone.
 """
 
 from __future__ import annotations
@@ -178,7 +181,39 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
     } for d in range(result.draws)]
 
 
-def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None) -> pd.DataFrame:
+def _train_problem(full, split: Split, folds: dict | None, key):
+    """``full`` on the split's training rows; with ``folds`` (a cache shared by the cells of one
+    row), the rows of X are cut once per split and kept read-only, so that a fit cannot change
+    the data the next cell sees."""
+    from .problem import Problem
+
+    if folds is None:
+        return full.subset(split.train)
+    if key not in folds:
+        X = full.X[split.train]
+        X.setflags(write=False)
+        folds[key] = (X, full.row_norms[split.train])
+    X, norms = folds[key]
+    return Problem(X, full.y[split.train], full.loss, full.l2, norms)
+
+
+def run_cells(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
+              log=None) -> pd.DataFrame:
+    """The cells of one row (e.g. every ε of one experiment, dataset, model and algorithm) on
+    the same prepared arrays, one after another, their records concatenated in ``specs`` order.
+
+    Splits depend on the experiment and dataset only (:func:`split_seed`) and fit seeds on the
+    cell's own names, so each cell's records equal those of :func:`run_cell` on it alone (only
+    ``fit_seconds`` differs). The cells share one copy of each training fold's rows."""
+    if not specs:
+        raise ValueError("a row needs at least one cell spec")
+    folds: dict = {}
+    frames = [run_cell(spec, arrays, optima, log=log, folds=folds) for spec in specs]
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None,
+             folds: dict | None = None) -> pd.DataFrame:
     """Run every fold, repeat and draw of one cell; return one record per fit.
 
     ``optima`` (from :func:`dperm.optimum.compute_optima`, same splits) supplies the certified
@@ -188,6 +223,8 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     counts along the same run: each fit also releases its iterate after each of them (the first
     t steps of the run, accounted for t steps), recorded with setting ``T<t>`` and the fit's seed.
     The ``T<steps>`` records are the same as without a path.
+
+    ``folds`` (from :func:`run_cells`) caches the training folds' rows across the cells of a row.
     """
     from .algorithms import Privacy, get_algorithm
 
@@ -209,7 +246,8 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     best = optima.set_index(["fold", "repeat"]) if optima is not None else None
     records = []
     for i, split in enumerate(splits, start=1):
-        train = full.subset(split.train)
+        train = _train_problem(full, split, folds, (split_seed(spec), repr(spec["protocol"]),
+                                                    split.fold, split.repeat))
         seed = fit_seed(spec, split)
         start = time.perf_counter()
         result = algo.fit(train, privacy, np.random.default_rng(seed), draws=draws, **hyper)

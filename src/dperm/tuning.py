@@ -81,6 +81,12 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
     """Run the paper's tuning grid; return (choices, one row per grid point)."""
     tuning = paper["tuning"]
     chosen, rows = {}, []
+    folds: dict = {}  # per prepared array set: its training folds, cut once (protocol.run_cells)
+
+    def run(spec):
+        return run_cell(spec, data(spec["dataset"], spec["profile"]), log=None,
+                        folds=folds.setdefault((spec["dataset"], spec["profile"]), {}))
+
     for dataset, model, experiment in tuning_jobs(paper):
         if datasets is not None and dataset not in datasets:
             continue
@@ -90,7 +96,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             scores = []
             for l2 in tuning["l2"]["grid"]:
                 spec = _spec(paper, experiment, dataset, model, "nonprivate", l2, {}, "inf", seed)
-                acc = run_cell(spec, data(dataset, spec["profile"]))["accuracy"].mean()
+                acc = run(spec)["accuracy"].mean()
                 scores.append(acc)
                 rows.append({"dataset": dataset, "model": model, "tuned": "l2", "setting": f"l2={l2}",
                              "mean_accuracy": acc})
@@ -106,7 +112,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             best_acc, best_point = -np.inf, None
             for values in itertools.product(*(block["grid"][n] for n in names)):
                 point = dict(zip(names, values))
-                accs = [run_cell(spec, data(dataset, spec["profile"]))["accuracy"].mean()
+                accs = [run(spec)["accuracy"].mean()
                         for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps, seed)
                                      for eps in block["epsilons"])]
                 acc = float(np.mean(accs))

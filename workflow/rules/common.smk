@@ -62,6 +62,10 @@ for _name, _paper in PAPERS.items():
                                  f"(defined: {sorted(config['profiles'])})")
 
 
+# A target ε (a cell file's eps<...> token; inf and T<steps> are the other privacy settings).
+NUMERIC_EPSILON = "[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?"
+
+
 def _alternatives(values):
     return "|".join(re.escape(v) for v in values)
 
@@ -73,7 +77,7 @@ wildcard_constraints:
     experiment="[a-z0-9][a-z0-9-]*",
     model="[a-z0-9][a-z0-9.-]*",
     algorithm="[a-z0-9][a-z0-9.-]*",
-    epsilon="inf|T[0-9]+|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
+    epsilon=f"inf|T[0-9]+|{NUMERIC_EPSILON}",
     l2="0|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
 
 
@@ -201,28 +205,54 @@ def path_code(wildcards):
     return cell_code(path_cell_wildcards(wildcards))
 
 
-def extract_path_cell(path_file, out, setting, log):
-    """Write the records of one step count of a path as a cell file (the rows' text unchanged),
-    atomically; say what was cut in ``log``."""
-    import csv
-    import io
-    from dperm.files import write_text_atomic
+def row_cells(wildcards):
+    """The numeric-ε cells of a row (one experiment, dataset, model and algorithm), as wildcards,
+    in the experiment's ε order."""
+    paper = PAPERS[wildcards.paper]
+    if wildcards.experiment not in paper["experiments"]:
+        raise ValueError(f"paper {wildcards.paper!r} has no experiment {wildcards.experiment!r}; "
+                         f"it has {sorted(paper['experiments'])}")
+    row = (wildcards.dataset, wildcards.model, wildcards.algorithm)
+    found = [
+        SimpleNamespace(**vars(c))
+        for c in experiments.cells(paper, [wildcards.experiment])
+        if (c.dataset, c.model, c.algorithm) == row and re.fullmatch(NUMERIC_EPSILON, c.epsilon)
+    ]
+    if not found:
+        raise ValueError(f"{wildcards.paper}/{wildcards.experiment} has no numeric-epsilon cells for "
+                         f"dataset {row[0]!r}, model {row[1]!r}, algorithm {row[2]!r}")
+    return found
 
-    with open(path_file, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        column = header.index("setting")
-        rows, seen = [], set()
-        for row in reader:
-            seen.add(row[column])
-            if row[column] == setting:
-                rows.append(row)
-    if not rows:
-        raise ValueError(f"{path_file} has no records at {setting}; it has {sorted(seen)}")
-    text = io.StringIO()
-    csv.writer(text, lineterminator="\n").writerows([header, *rows])
-    write_text_atomic(out, text.getvalue())
-    Path(log).write_text(f"{len(rows)} records at {setting} from {path_file} -> {out}\n")
+
+def row_inputs(wildcards):
+    """The inputs of a row's cells, which are one set (same data, tuning and optima)."""
+    first, *rest = (cell_inputs(c) for c in row_cells(wildcards))
+    for other in rest:
+        if other != first:
+            raise ValueError(f"the cells of row {wildcards} need different inputs: {first} vs {other}")
+    return first
+
+
+def row_spec_param(wildcards, input):
+    """The row's cell specs as one JSON list (a placeholder while the tune checkpoint is pending)."""
+    texts = [cell_spec_param(c, input) for c in row_cells(wildcards)]
+    if any(t.startswith("pending") for t in texts):
+        return "pending: waits for the tune checkpoint"
+    return experiments.dumps([json.loads(t) for t in texts])
+
+
+def row_code(wildcards):
+    return cell_code(row_cells(wildcards)[0])
+
+
+def data_param(wildcards, input):
+    """A job's prepared data (read defensively: while the tune checkpoint is pending, as in dry
+    runs, its inputs are only the checkpoint's output, and the command is formatted anyway)."""
+    return input.data if hasattr(input, "data") else "<pending>"
+
+
+def optimum_option(wildcards, input):
+    return f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
 
 
 def optimum_spec_json(wildcards):

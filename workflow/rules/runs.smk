@@ -58,12 +58,8 @@ rule run_cell:
         "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
     params:
         spec=cell_spec_param,
-        # While the tune checkpoint is pending (dry runs), the inputs are only the checkpoint's
-        # output; the command is formatted anyway, so every input is read defensively.
-        data=lambda wildcards, input: input.data if hasattr(input, "data") else "<pending>",
-        optimum=lambda wildcards, input: (
-            f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
-        ),
+        data=data_param,
+        optimum=optimum_option,
         code=cell_code,
     log:
         "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
@@ -86,10 +82,8 @@ rule run_path:
         "results/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
     params:
         spec=path_spec_param,
-        data=lambda wildcards, input: input.data if hasattr(input, "data") else "<pending>",
-        optimum=lambda wildcards, input: (
-            f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
-        ),
+        data=data_param,
+        optimum=optimum_option,
         code=path_code,
     wildcard_constraints:
         algorithm=_alternatives(PATH_ALGORITHMS) or "(?!)",
@@ -105,7 +99,56 @@ rule run_path:
         " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
 
 
-ruleorder: path_cell > run_cell
+rule run_row:
+    """Every numeric ε of one (experiment, dataset, model, algorithm) in one process
+    (dperm.protocol.run_cells): one start-up, one load of the data and one cut of each fold for
+    the row instead of one per ε. Each cell's records are those it has alone."""
+    input:
+        unpack(row_inputs),
+    output:
+        "results/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
+    params:
+        spec=row_spec_param,
+        data=data_param,
+        optimum=optimum_option,
+        code=row_code,
+    log:
+        "logs/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.log",
+    benchmark:
+        "benchmarks/out/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.tsv"
+    threads: 1
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
+        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
+
+
+# A cell with a target ε is cut from its row, a T<steps> cell from its path; run_cell runs the
+# rest (inf: the non-private algorithms).
+ruleorder: path_cell > row_cell > run_cell
+
+
+# Cutting a cell reads one small file: never worth a cluster job.
+localrules:
+    path_cell,
+    row_cell,
+
+
+rule row_cell:
+    """A cell with a target ε: its records, cut from its row's file."""
+    input:
+        "results/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
+    output:
+        "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
+    wildcard_constraints:
+        epsilon=NUMERIC_EPSILON,
+    log:
+        "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm cut-cell --setting {wildcards.epsilon} {input} {output} > {log} 2>&1"
 
 
 rule path_cell:
@@ -119,5 +162,7 @@ rule path_cell:
         epsilon="T[0-9]+",
     log:
         "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
-    run:
-        extract_path_cell(input[0], output[0], wildcards.epsilon, log[0])
+    conda:
+        "../envs/dperm.yaml"
+    shell:
+        "python -m dperm cut-cell --setting {wildcards.epsilon} {input} {output} > {log} 2>&1"
