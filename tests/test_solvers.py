@@ -267,3 +267,19 @@ def test_glm_hessian_is_the_derivative_of_the_gradient(name, params, monkeypatch
     monkeypatch.setattr(problem.loss, "d2phi", lambda z, y: curvature(z, y) - 0.1)
     shifted = solvers.glm_hessian(problem, w, shift=0.5)
     np.testing.assert_allclose(shifted, H - 0.1 * (problem.X.T @ problem.X) / problem.n, rtol=1e-12, atol=1e-12)
+
+
+def test_glm_hessian_leaves_out_rows_of_zero_curvature_and_whole_flat_blocks(monkeypatch):
+    """The Huberised hinge is flat outside its band: those rows add nothing, and a block with
+    no curved row at all adds nothing either (the sum is still Xᵀ diag(φ'') X / n + λ)."""
+    problem = make_problem("huber-hinge", {"h": 0.5}, n=300)
+    w = np.random.default_rng(2).standard_normal(problem.p)
+    c = problem.loss.d2phi(problem.X @ w, problem.y)
+    c[:128] = 0.0  # the first block: flat
+    starts = iter(range(0, 300, 128))  # glm_hessian asks for the blocks' curvatures in order
+    monkeypatch.setattr(problem.loss, "d2phi", lambda z, y: c[(i := next(starts)):i + len(z)])
+    monkeypatch.setattr(solvers, "NEWTON_CHUNK", 128)
+    assert 0 < np.count_nonzero(c[128:]) < 172  # some flat rows outside the first block too
+    H = solvers.glm_hessian(problem, w)
+    dense = (problem.X.T * c) @ problem.X / problem.n + problem.l2 * np.eye(problem.p)
+    np.testing.assert_allclose(H, dense, rtol=1e-12, atol=1e-14)

@@ -71,13 +71,16 @@ def glm_hessian(problem, w, shift: float = 0.0):
     """∇²F(w) + shift·I = (1/n) Xᵀ diag(φ''(Xw)) X + (λ + shift) I for a GLM ``problem``,
     formed in row blocks (p² per row: for moderate p). With φ'' ≥ 0 (convex losses) a block is
     Sᵀ S with S = diag(√φ'') X, which BLAS forms as a symmetric rank-k update (half the products
-    of a general one, about 30% less time at p ≈ 100)."""
+    of a general one, about 30% less time at p ≈ 100), over the rows of non-zero curvature only."""
     X, y, n = problem.X, problem.y, problem.n
     H = np.zeros((problem.p, problem.p))
     for start in range(0, n, NEWTON_CHUNK):
         Xb = X[start:start + NEWTON_CHUNK]
         c = problem.loss.d2phi(Xb @ w, y[start:start + NEWTON_CHUNK])
         if c.min(initial=0.0) >= 0.0:
+            curved = np.flatnonzero(c)
+            if curved.size < c.size:  # rows of zero curvature add nothing (a Huberised hinge
+                Xb, c = Xb[curved], c[curved]  # outside its band: most rows of separable data)
             S = Xb * np.sqrt(c)[:, None]
             H += S.T @ S
         else:
