@@ -95,7 +95,9 @@ def make_splits(protocol: dict, n: int, seed: int) -> list[Split]:
             if not 2 <= folds <= n:
                 raise ValueError(f"folds must be in [2, n={n}]; got folds={folds}")
             for fold, test in enumerate(np.array_split(perm, folds)):
-                out.append(Split(fold, repeat, np.sort(np.setdiff1d(perm, test)), np.sort(test)))
+                train = np.ones(n, dtype=bool)  # the rows not in the test fold, ascending
+                train[test] = False
+                out.append(Split(fold, repeat, np.flatnonzero(train), np.sort(test)))
         elif kind == "holdout":
             frac = float(protocol["test_fraction"])
             if not 0 < frac < 1:
