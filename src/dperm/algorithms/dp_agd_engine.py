@@ -359,7 +359,7 @@ class _MiniBatch:
 
 
 def _block_size(width: int) -> int:
-    """Rows per matrix product: at most BLOCK, as even as possible (10 chains: two blocks of 5)."""
+    """Rows per matrix product: at most BLOCK, as even as possible (10 chains: one block of 10; 20: two of 10)."""
     return -(-width // -(-width // BLOCK))
 
 
