@@ -359,6 +359,47 @@ def test_lockstep_mini_batch_chains_equal_one_chain_at_a_time(sampling):
     assert len({t.noisy_min_calls + t.grad_avg_calls for t in together}) > 1
 
 
+@pytest.mark.parametrize("sem", [dp_agd.CORRECT, dp_agd.REFERENCE], ids=["correct", "reference"])
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=["lr", "svm"])
+def test_chains_of_several_epsilons_share_a_group_and_each_runs_as_alone(sem, loss):
+    problem = synthetic(n=1500, seed=3, loss=loss, l2=1e-3)
+    hyper = _hyper(exp_dec=0.95, splits=25)
+    targets = [Privacy(eps, 1e-8) for eps in (0.2, 0.2, 0.8, 0.8, 3.2)]
+    rngs = draw_rngs(np.random.default_rng(6), len(targets))
+    together = dp_agd.run_chains(problem, targets, rngs, sem, **hyper)
+    alone = [dp_agd.run_chains(problem, pv, [rng], sem, slots=[j], width=len(targets), **hyper)[0]
+             for j, (pv, rng) in enumerate(zip(targets, draw_rngs(np.random.default_rng(6), len(targets))))]
+    assert all(_same_run(a, b) for a, b in zip(together, alone))
+    # each chain kept its own budget: the ledger totals follow the targets, not the first chain's
+    budgets = [t.settings["rho_budget"] for t in together]
+    assert budgets[0] == budgets[1] < budgets[2] == budgets[3] < budgets[4]
+    if sem is dp_agd.CORRECT:  # the filter never overspends (the reference code's stopping rule may)
+        assert all(t.rho_spent <= t.settings["rho_budget"] for t in together)
+    with pytest.raises(ValueError, match="one privacy target per chain"):
+        dp_agd.run_chains(problem, targets[:2], rngs, sem, **hyper)
+
+
+@pytest.mark.parametrize("name", ["dp-agd", "dp-agd-reference"])
+@pytest.mark.parametrize("batch_size", [None, 500])
+def test_fit_settings_gives_each_target_its_lone_fit(name, batch_size):
+    algo = get_algorithm(name)
+    problem = synthetic(n=1500, seed=4, l2=1e-3)
+    targets = [Privacy(eps, 1e-8) for eps in (0.1, 0.4, 1.6)]
+    hyper = {"splits": 20} if batch_size is None else {"splits": 20, "batch_size": batch_size}
+    shared = algo.fit_settings(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws=4, **hyper)
+    for target, seed, res in zip(targets, (1, 2, 3), shared):
+        lone = algo.fit(problem, target, np.random.default_rng(seed), draws=4, **hyper)
+        assert res.epsilon_spent == target.epsilon and res.extra["rho_budget"] == lone.extra["rho_budget"]
+        np.testing.assert_array_equal(res.iterations, lone.iterations)
+        np.testing.assert_array_equal(res.extra["noisy_min_calls"], lone.extra["noisy_min_calls"])
+        # the same runs; the shared products may round in another order (wider BLAS blocks)
+        np.testing.assert_allclose(res.weights, lone.weights, rtol=1e-9, atol=1e-12)
+    with pytest.raises(TypeError, match="unknown hyper-parameter.*allowed"):
+        algo.fit_settings(problem, targets, [np.random.default_rng(0)] * 3, draws=1, step=1)
+    with pytest.raises(ValueError, match="one generator per privacy target"):
+        algo.fit_settings(problem, targets, [np.random.default_rng(0)], draws=1)
+
+
 def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
     monkeypatch.setattr(dp_agd_engine, "GROUP", 3)
     assert dp_agd.groups(7, 100) == [(0, 3), (3, 3), (6, 1)]
@@ -373,7 +414,9 @@ def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
 
 
 def test_block_sizes_and_slot_validation():
-    assert [dp_agd_engine._block_size(w) for w in (1, 2, 10, 16, 17, 40)] == [1, 2, 10, 16, 9, 14]
+    assert ([dp_agd_engine._block_size(w) for w in (1, 2, 10, 16, 17, 60, 64, 65, 100)]
+            == [1, 2, 10, 16, 17, 60, 64, 33, 50])
+    assert dp_agd.groups(70, 100) == [(0, 35), (35, 35)]  # even groups, not 64 + 6
     problem = synthetic(n=50)
     with pytest.raises(ValueError, match="slots"):
         dp_agd.run_chains(problem, Privacy(1.0, 1e-8), [np.random.default_rng(0)], dp_agd.CORRECT,

@@ -165,6 +165,21 @@ def test_a_row_runs_each_cell_as_it_runs_alone_on_shared_read_only_folds():
         run_cells([], data)
 
 
+def test_a_row_fits_the_epsilons_of_dp_agd_together_each_as_alone():
+    data = _toy()
+    specs = [{**_spec("dp-agd", e, draws=2), "hyper": {"splits": 10}} for e in ("0.5", "1", "2")]
+    specs.append({**specs[0], "algorithm": "dp-agd-reference", "epsilon": "1"})  # another key: alone
+    row = run_cells(specs, data)
+    alone = pd.concat([run_cell(s, data) for s in specs], ignore_index=True)
+    numbers = ["accuracy", "objective", "regularised_objective", "grad_evals"]
+    exact = [c for c in RECORD_COLUMNS if c not in numbers + ["fit_seconds"]]
+    pd.testing.assert_frame_equal(row[exact], alone[exact])  # seeds, settings, ε spent, iterations
+    np.testing.assert_allclose(row[numbers].to_numpy(float), alone[numbers].to_numpy(float), rtol=1e-9)
+    shared = row[row["algorithm"] == "dp-agd"].groupby(["fold", "repeat"])["fit_seconds"].nunique()
+    assert (shared == 1).all()  # a split's shared time, divided evenly among the three cells
+    assert row.groupby("setting").size().to_dict() == {"0.5": 8, "1": 16, "2": 8}
+
+
 def test_a_cell_is_cut_from_a_path_file_with_its_text_unchanged(tmp_path):
     from dperm.records import cut_cell
 

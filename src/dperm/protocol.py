@@ -13,7 +13,7 @@ longest cell's fits, each also releasing its iterate after the shorter step coun
 steps of that run are a t-step run; see :func:`run_cell`), so the grid costs its longest run.
 The numeric-ε cells of one (experiment, dataset, model, algorithm) are run as one *row*
 (:func:`run_cells`): one process, one load of the data, the training folds cut once; each cell's
-records are those it has alone.
+fits are those it has alone (DP-AGD fits a row's ε together, each from its own seed).
 """
 
 from __future__ import annotations
@@ -202,16 +202,113 @@ def _train_problem(full, split: Split, folds: dict | None, key):
 def run_cells(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
               log=None) -> pd.DataFrame:
     """The cells of one row (e.g. every ε of one experiment, dataset, model and algorithm) on
-    the same prepared arrays, one after another, their records concatenated in ``specs`` order.
+    the same prepared arrays, their records concatenated in ``specs`` order.
 
     Splits depend on the experiment and dataset only (:func:`split_seed`) and fit seeds on the
-    cell's own names, so each cell's records equal those of :func:`run_cell` on it alone (only
-    ``fit_seconds`` differs). The cells share one copy of each training fold's rows."""
+    cell's own names, so each cell's fits are those of :func:`run_cell` on it alone. The cells
+    share one copy of each training fold's rows. Cells that differ only in a numeric ε, of an
+    algorithm with ``fit_settings`` (DP-AGD), are fitted together split by split: each cell
+    keeps its own seed and budget, its records have the same law as alone and, where BLAS
+    rounds a row of a product independently of the rows beside it, the same numbers; their
+    ``fit_seconds`` is the shared time divided evenly among them."""
     if not specs:
         raise ValueError("a row needs at least one cell spec")
     folds: dict = {}
-    frames = [run_cell(spec, arrays, optima, log=log, folds=folds) for spec in specs]
+    together: dict = {}  # spec without its ε -> indices of the cells that can share fits
+    for i, spec in enumerate(specs):
+        together.setdefault(_shared_key(spec), []).append(i)
+    frames: list = [None] * len(specs)
+    for key, members in together.items():
+        if key is not None and len(members) > 1:
+            for i, frame in zip(members, _run_together([specs[i] for i in members], arrays, optima,
+                                                       log, folds)):
+                frames[i] = frame
+        else:
+            for i in members:
+                frames[i] = run_cell(specs[i], arrays, optima, log=log, folds=folds)
     return pd.concat(frames, ignore_index=True)
+
+
+def _shared_key(spec: dict):
+    """What cells must agree on to be fitted together (everything but a numeric ε), or None for
+    a cell that runs alone (no ``fit_settings``, a path, a step count or a non-private ε)."""
+    from .algorithms import get_algorithm
+
+    target, steps = parse_setting(spec["epsilon"])
+    if (get_algorithm(spec["algorithm"]).fit_settings is None or spec.get("path") or steps is not None
+            or not math.isfinite(target)):
+        return None
+    return repr(sorted((k, repr(v)) for k, v in spec.items() if k != "epsilon"))
+
+
+@dataclass
+class _Cell:
+    """One cell's algorithm, target, hyper-parameters, data and splits (:func:`_prepare`)."""
+
+    spec: dict
+    algo: object
+    privacy: object
+    hyper: dict
+    path: list
+    full: object
+    splits: list
+    draws: int
+    best: pd.DataFrame | None
+
+    def fold(self, split: Split, folds: dict | None):
+        key = (split_seed(self.spec), repr(self.spec["protocol"]), split.fold, split.repeat)
+        return _train_problem(self.full, split, folds, key)
+
+    def records(self, split: Split, train, seed: int, result, elapsed: float) -> list[dict]:
+        """The records of ``result`` (this cell's fit on ``split``) and of its path releases."""
+        spec, algo = self.spec, self.algo
+        row = self.best.loc[(split.fold, split.repeat)] if self.best is not None else None
+
+        def metrics(res):
+            """(accuracy, objective, regularised objective, opt_gap, excess_risk) per draw."""
+            accuracy, objective, regularised = _metrics(self.full.loss, res, train, self.full.X[split.test],
+                                                        self.full.y[split.test])
+            if row is None:
+                return accuracy, objective, regularised, *(np.full(res.draws, np.nan),) * 2
+            return accuracy, objective, regularised, objective - row["L_star"], regularised - row["F_star"]
+
+        records = _records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
+                           elapsed, metrics(result), self.full.p)
+        missing = sorted(set(self.path) - set(result.path))
+        if missing:
+            raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
+        for t in self.path:  # the same run after t steps: its own cell (setting T<t>)
+            records += _records(spec, algo, self.privacy, f"T{t}", result.path[t], split, seed, elapsed,
+                                metrics(result.path[t]), self.full.p)
+        return records
+
+
+def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None) -> _Cell:
+    from .algorithms import Privacy, get_algorithm
+
+    algo = get_algorithm(spec["algorithm"])
+    target, steps = parse_setting(spec["epsilon"])
+    hyper = dict(spec.get("hyper") or {})
+    if steps is not None:
+        hyper["steps"] = steps
+    path = [int(t) for t in spec.get("path", [])]
+    if path:
+        if steps is None or any(not 1 <= t < steps for t in path):
+            raise ValueError(f"a path needs a T<steps> setting and shorter step counts; got "
+                             f"epsilon={spec['epsilon']!r}, path={spec['path']!r}")
+        hyper["snapshots"] = tuple(path)
+    full = build_problem(spec, arrays)
+    return _Cell(spec=spec, algo=algo, privacy=Privacy(target, spec["delta"]), hyper=hyper, path=path,
+                 full=full, splits=make_splits(spec["protocol"], full.n, split_seed(spec)),
+                 draws=int(spec["protocol"].get("draws", 1)) if algo.private else 1,
+                 best=optima.set_index(["fold", "repeat"]) if optima is not None else None)
+
+
+def _log_split(log, cells, i, split, result, elapsed) -> None:
+    if log is not None:
+        settings = ",".join(format_epsilon(c.spec["epsilon"]) for c in cells)
+        log(f"{cell_algorithm(cells[0].spec)} eps={settings}: split {i}/{len(cells[0].splits)} "
+            f"(fold {split.fold}, repeat {split.repeat}) {result.draws} draw(s) in {elapsed:.2f}s")
 
 
 def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None,
@@ -228,51 +325,34 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
 
     ``folds`` (from :func:`run_cells`) caches the training folds' rows across the cells of a row.
     """
-    from .algorithms import Privacy, get_algorithm
-
-    algo = get_algorithm(spec["algorithm"])
-    target, steps = parse_setting(spec["epsilon"])
-    hyper = dict(spec.get("hyper") or {})
-    if steps is not None:
-        hyper["steps"] = steps
-    path = [int(t) for t in spec.get("path", [])]
-    if path:
-        if steps is None or any(not 1 <= t < steps for t in path):
-            raise ValueError(f"a path needs a T<steps> setting and shorter step counts; got "
-                             f"epsilon={spec['epsilon']!r}, path={spec['path']!r}")
-        hyper["snapshots"] = tuple(path)
-    privacy = Privacy(target, spec["delta"])
-    full = build_problem(spec, arrays)
-    splits = make_splits(spec["protocol"], full.n, split_seed(spec))
-    draws = int(spec["protocol"].get("draws", 1)) if algo.private else 1
-    best = optima.set_index(["fold", "repeat"]) if optima is not None else None
+    cell = _prepare(spec, arrays, optima)
     records = []
-    for i, split in enumerate(splits, start=1):
-        train = _train_problem(full, split, folds, (split_seed(spec), repr(spec["protocol"]),
-                                                    split.fold, split.repeat))
+    for i, split in enumerate(cell.splits, start=1):
+        train = cell.fold(split, folds)
         seed = fit_seed(spec, split)
         start = time.perf_counter()
-        result = algo.fit(train, privacy, np.random.default_rng(seed), draws=draws, **hyper)
+        result = cell.algo.fit(train, cell.privacy, np.random.default_rng(seed), draws=cell.draws, **cell.hyper)
         elapsed = time.perf_counter() - start
-        row = best.loc[(split.fold, split.repeat)] if best is not None else None
-
-        def metrics(res):
-            """(accuracy, objective, regularised objective, opt_gap, excess_risk) per draw."""
-            accuracy, objective, regularised = _metrics(full.loss, res, train, full.X[split.test],
-                                                        full.y[split.test])
-            if row is None:
-                return accuracy, objective, regularised, *(np.full(res.draws, np.nan),) * 2
-            return accuracy, objective, regularised, objective - row["L_star"], regularised - row["F_star"]
-
-        records += _records(spec, algo, privacy, format_epsilon(spec["epsilon"]), result, split, seed,
-                            elapsed, metrics(result), full.p)
-        missing = sorted(set(path) - set(result.path))
-        if missing:
-            raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
-        for t in path:  # the same run after t steps: its own cell (setting T<t>)
-            records += _records(spec, algo, privacy, f"T{t}", result.path[t], split, seed, elapsed,
-                                metrics(result.path[t]), full.p)
-        if log is not None:
-            log(f"{cell_algorithm(spec)} eps={format_epsilon(spec['epsilon'])}: split {i}/{len(splits)} "
-                f"(fold {split.fold}, repeat {split.repeat}) {result.draws} draw(s) in {elapsed:.2f}s")
+        records += cell.records(split, train, seed, result, elapsed)
+        _log_split(log, [cell], i, split, result, elapsed)
     return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
+
+
+def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict) -> list[pd.DataFrame]:
+    """Cells that differ only in ε (:func:`_shared_key`), fitted split by split with one
+    ``fit_settings`` call, each from its own seed; one frame per cell."""
+    cells = [_prepare(spec, arrays, optima) for spec in specs]
+    first = cells[0]
+    records: list = [[] for _ in cells]
+    for i, split in enumerate(first.splits, start=1):
+        train = first.fold(split, folds)
+        seeds = [fit_seed(cell.spec, split) for cell in cells]
+        start = time.perf_counter()
+        results = first.algo.fit_settings(train, [cell.privacy for cell in cells],
+                                          [np.random.default_rng(seed) for seed in seeds],
+                                          draws=first.draws, **first.hyper)
+        elapsed = (time.perf_counter() - start) / len(cells)  # the shared time, split evenly
+        for cell, out, seed, result in zip(cells, records, seeds, results):
+            out += cell.records(split, train, seed, result, elapsed)
+        _log_split(log, cells, i, split, results[0], elapsed * len(cells))
+    return [pd.DataFrame.from_records(out, columns=RECORD_COLUMNS) for out in records]

@@ -8,12 +8,18 @@
   once and the noise drawn ``draws`` times.
 * Hyper-parameters are keyword arguments whose defaults are the paper's; config overrides them.
 
+An algorithm whose runs at several privacy targets can share work (DP-AGD: one pass over X per
+round for the chains of every ε) also offers ``fit_settings(problem, privacies, rngs, draws=1,
+**hyper) -> list[FitResult]`` (:func:`fits_settings`): result i must have the law of
+``fit(problem, privacies[i], rngs[i], draws, **hyper)``. The protocol uses it for the ε of a row.
+
 Each algorithm module's docstring states the adjacency, the sensitivity argument and the
 accounting it follows, with the paper, and says where it departs from the paper or its code.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -84,6 +90,7 @@ class AlgorithmSpec:
 
     name: str
     fit: Callable
+    fit_settings: Callable | None = None  # several privacy targets at once (:func:`fits_settings`)
     variant: str = "correct"
     private: bool = True
     depends_on_epsilon: bool = True
@@ -105,3 +112,24 @@ def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]
     if draws < 1:
         raise ValueError(f"draws must be >= 1; got draws={draws!r}")
     return [np.random.Generator(type(rng.bit_generator)(s)) for s in rng.bit_generator.seed_seq.spawn(draws)]
+
+
+def fits_settings(impl: Callable):
+    """Decorator for a registered fit: attach ``fit.fit_settings(problem, privacies, rngs,
+    draws=1, **hyper)``, which calls ``impl(problem, privacies, rngs, draws, **hyper)`` with the
+    fit's own hyper-parameter defaults filled in (an unknown name is a TypeError listing them)."""
+
+    def decorate(fit):
+        defaults = {name: p.default for name, p in inspect.signature(fit).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+        def fit_settings(problem, privacies, rngs, draws: int = 1, **hyper):
+            unknown = sorted(set(hyper) - set(defaults))
+            if unknown:
+                raise TypeError(f"unknown hyper-parameter(s) {unknown}; allowed: {sorted(defaults)}")
+            return impl(problem, list(privacies), list(rngs), draws, **{**defaults, **hyper})
+
+        fit.fit_settings = fit_settings
+        return fit
+
+    return decorate

@@ -78,10 +78,11 @@ logistic scores, O(n) for the hinge (:mod:`.dp_agd_scores`).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
-from .base import FitResult, Privacy, draw_rngs
+from .base import FitResult, Privacy, draw_rngs, fits_settings
 from .dp_agd_engine import (CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups,  # noqa: F401
                             run_chains, run_once)
 from .registry import register
@@ -110,16 +111,32 @@ def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_
         raise ValueError(f"init must have shape ({problem.p},); got {np.shape(init)}")
 
 
-def _fit(sem: Semantics, problem, privacy, rng, draws, **hyper) -> FitResult:
-    _check(problem, privacy, **hyper)
+def _fit_settings(sem: Semantics, problem, privacies, rngs, draws, **hyper) -> list[FitResult]:
+    """``draws`` runs for each privacy target, target i's from generator ``rngs[i]``; one
+    :class:`FitResult` per target. Full batch: the chains of all targets share lockstep groups
+    (and so the passes over X); mini-batches: one target at a time (per-chain products share
+    nothing, and each chain keeps its batch of rows)."""
+    for privacy in privacies:
+        _check(problem, privacy, **hyper)
+    if len(rngs) != len(privacies):
+        raise ValueError(f"need one generator per privacy target: {len(rngs)} for {len(privacies)}")
     if hyper["batch_size"] is not None:
         hyper["batch_size"] = int(hyper["batch_size"])
     hyper["n_steps"], hyper["step_window"] = int(hyper["n_steps"]), int(hyper["step_window"])
-    children = draw_rngs(rng, draws)
+    children = [draw_rngs(rng, draws) for rng in rngs]
+    batches = [(list(privacies), children)] if hyper["batch_size"] is None else \
+        [([privacy], [kids]) for privacy, kids in zip(privacies, children)]
     runs = []
-    for start, size in groups(draws, problem.n):
-        runs += run_chains(problem, privacy, children[start:start + size], sem, **hyper)
+    for targets, kids in batches:
+        chain_targets = [privacy for privacy in targets for _ in range(draws)]
+        chain_rngs = [rng for group in kids for rng in group]
+        for start, size in groups(len(chain_rngs), problem.n):
+            runs += run_chains(problem, chain_targets[start:start + size], chain_rngs[start:start + size],
+                               sem, **hyper)
+    return [_result(sem, privacy, runs[i * draws:(i + 1) * draws]) for i, privacy in enumerate(privacies)]
 
+
+def _result(sem: Semantics, privacy, runs) -> FitResult:
     def per_draw(attr, dtype=float):
         return np.array([getattr(run, attr) for run in runs], dtype=dtype)
 
@@ -139,21 +156,24 @@ _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size
 
 
 @register("dp-agd", description=_DOC + "; corrected (zCDP filter, add/remove)")
+@fits_settings(partial(_fit_settings, CORRECT))
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,
                batch_size: int | None = None, batch_sampling: str = "poisson", n_steps: int = 20,
                step_max: float = 2.0, step_window: int = 10, step_growth: float = 0.1,
                step_cap: float | None = 2.0, init=None) -> FitResult:
     """DP-AGD, corrected; see the module docstring for the guarantee and every departure."""
-    return _fit(CORRECT, problem, privacy, rng, draws, grad_clip=grad_clip, obj_clip=obj_clip,
-                gamma=gamma, splits=splits, exp_dec=exp_dec, batch_size=batch_size,
-                batch_sampling=batch_sampling, n_steps=n_steps, step_max=step_max,
-                step_window=step_window, step_growth=step_growth, step_cap=step_cap, init=init)
+    return _fit_settings(CORRECT, problem, [privacy], [rng], draws, grad_clip=grad_clip,
+                         obj_clip=obj_clip, gamma=gamma, splits=splits, exp_dec=exp_dec,
+                         batch_size=batch_size, batch_sampling=batch_sampling, n_steps=n_steps,
+                         step_max=step_max, step_window=step_window, step_growth=step_growth,
+                         step_cap=step_cap, init=init)[0]
 
 
 @register("dp-agd-reference", variant="reference", dp_as_implemented=False,
           caveat="not DP as implemented: NoisyMin noise sign flipped (spec P1)",
           description=_DOC + "; reference-code semantics (D1–D3, P1)")
+@fits_settings(partial(_fit_settings, REFERENCE))
 def fit_dp_agd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                          obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60,
                          exp_dec: float = 1.0, batch_size: int | None = None,
@@ -161,7 +181,8 @@ def fit_dp_agd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, grad
                          step_window: int = 10, step_growth: float = 0.1, step_cap: float | None = 2.0,
                          init=None) -> FitResult:
     """DP-AGD as the reference code runs it (not DP: spec §5 P1); see the module docstring."""
-    return _fit(REFERENCE, problem, privacy, rng, draws, grad_clip=grad_clip, obj_clip=obj_clip,
-                gamma=gamma, splits=splits, exp_dec=exp_dec, batch_size=batch_size,
-                batch_sampling=batch_sampling, n_steps=n_steps, step_max=step_max,
-                step_window=step_window, step_growth=step_growth, step_cap=step_cap, init=init)
+    return _fit_settings(REFERENCE, problem, [privacy], [rng], draws, grad_clip=grad_clip,
+                         obj_clip=obj_clip, gamma=gamma, splits=splits, exp_dec=exp_dec,
+                         batch_size=batch_size, batch_sampling=batch_sampling, n_steps=n_steps,
+                         step_max=step_max, step_window=step_window, step_growth=step_growth,
+                         step_cap=step_cap, init=init)[0]

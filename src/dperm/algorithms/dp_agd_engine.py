@@ -2,7 +2,9 @@
 
 Each draw is a *chain* with its own budget, generator and stopping point; a round advances every
 active chain by one gradient measurement and one step-size search, sharing the products with X
-across chains (R·X for gradients, D·Xᵀ for searches). The privacy argument and the two variants'
+across chains (R·X for gradients, D·Xᵀ for searches). The chains of a group may have different
+privacy targets (the ε of one row of a figure, :func:`run_chains`): each has its own budget
+and shares; everything else (data, clipping, step grid) is common. The privacy argument and the two variants'
 semantics are in :mod:`.dp_agd`; this module only executes them.
 """
 
@@ -15,6 +17,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..privacy import noisy_max_scale, zcdp_from_dp
+from .base import Privacy
 from .dp_agd_primitives import (CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores,
                                 grad_avg)
 from .dp_agd_scores import CandidateScorer, candidate_grid
@@ -22,9 +25,9 @@ from .dp_sgd import poisson_batch
 
 
 SAMPLINGS = ("poisson", "fixed")
-GROUP = 16  # chains advanced in lockstep together
+GROUP = 64  # chains advanced in lockstep together
 GROUP_ELEMENTS = 4_000_000  # … and at most this many (chains × rows) per buffer
-BLOCK = 16  # chains per matrix product (one block per group up to 16 chains: fewest passes over X)
+BLOCK = 64  # chains per matrix product (one block per group up to 64 chains: fewest passes over X)
 SCORE_DTYPE = np.float32  # precision of the logistic candidate scores (dp_agd_scores, "float32")
 REFRESH = 32  # full-batch: X·w is recomputed exactly every REFRESH accepted steps (float32 X·d)
 
@@ -69,9 +72,12 @@ def run_once(problem, privacy: Privacy, rng, sem: Semantics, **hyper) -> RunTrac
     return run_chains(problem, privacy, [rng], sem, **hyper)[0]
 
 
-def run_chains(problem, privacy: Privacy, rngs, sem: Semantics, *, slots=None, width=None,
+def run_chains(problem, privacy, rngs, sem: Semantics, *, slots=None, width=None,
                **hyper) -> list[RunTrace]:
     """Independent DP-AGD runs, one per generator, advanced together in lockstep rounds.
+
+    ``privacy``: one :class:`~.base.Privacy` for every chain, or a sequence with one per chain
+    (chains of several ε in one group: each keeps its own budget, shares and noise scales).
 
     ``slots``/``width`` place the chains in a group of ``width`` (default: these chains, slots
     0, 1, …). A chain's result depends only on its generator and its slot, never on the other
@@ -84,8 +90,13 @@ def run_chains(problem, privacy: Privacy, rngs, sem: Semantics, *, slots=None, w
     slots = list(range(len(rngs))) if slots is None else list(slots)
     if len(slots) != len(rngs) or len(set(slots)) != len(slots) or not all(0 <= j < width for j in slots):
         raise ValueError(f"slots must be distinct integers in [0, width={width}); got {slots!r}")
-    cfg = _Config(problem, privacy, sem, hyper)
-    chains = [_Chain(cfg, rng, slot) for rng, slot in zip(rngs, slots)]
+    privacies = [privacy] * len(rngs) if isinstance(privacy, Privacy) else list(privacy)
+    if len(privacies) != len(rngs):
+        raise ValueError(f"need one privacy target per chain: {len(privacies)} for {len(rngs)} chains")
+    # one configuration per distinct target: they differ only in the privacy fields
+    configs = {pv: _Config(problem, pv, sem, hyper) for pv in dict.fromkeys(privacies)}
+    chains = [_Chain(configs[pv], rng, slot) for pv, rng, slot in zip(privacies, rngs, slots)]
+    cfg = chains[0].cfg
     (_FullBatch if cfg.full else _MiniBatch)(cfg, width).run(chains)
     return [ch.finish() for ch in chains]
 
@@ -364,9 +375,11 @@ def _block_size(width: int) -> int:
 
 
 def groups(draws: int, n: int) -> list[tuple[int, int]]:
-    """(first draw, size) of the lockstep groups: at most GROUP chains, and at most
-    GROUP_ELEMENTS/n so that the (chains × n) buffers stay small on large data."""
-    size = max(1, min(GROUP, GROUP_ELEMENTS // max(n, 1)))
+    """(first chain, size) of the lockstep groups of ``draws`` chains: at most GROUP chains, and
+    at most GROUP_ELEMENTS/n so that the (chains × n) buffers stay small on large data; as few
+    groups as that allows, as even as possible (70 chains: two groups of 35)."""
+    most = max(1, min(GROUP, GROUP_ELEMENTS // max(n, 1)))
+    size = -(-draws // -(-draws // most)) if draws else most
     return [(start, min(size, draws - start)) for start in range(0, draws, size)]
 
 

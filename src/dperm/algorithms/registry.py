@@ -17,7 +17,8 @@ def register(name: str, **spec):
     def decorate(fit):
         if name in ALGORITHMS:
             raise ValueError(f"algorithm {name!r} is registered twice")
-        ALGORITHMS[name] = AlgorithmSpec(name=name, fit=fit, **spec)
+        ALGORITHMS[name] = AlgorithmSpec(name=name, fit=fit, fit_settings=getattr(fit, "fit_settings", None),
+                                         **spec)
         return fit
 
     return decorate
