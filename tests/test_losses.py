@@ -323,3 +323,65 @@ def test_problem_adds_explicit_l2_and_subsets():
     np.testing.assert_allclose(prob.clipped_grad_sum(w, 0.1, rows=rows), sub.clipped_grad_sum(w, 0.1))
     np.testing.assert_allclose(prob.batch_grad(w, rows), sub.grad(w))
     assert Problem(X, y, MLP(), l2=0.2).strong_convexity == 0.0  # non-convex: no μ
+
+
+# -- sparse rows ------------------------------------------------------------------------------------
+def one_hot_case(name, params, n=3000, groups=6, levels=8, seed=1):
+    """(loss, X, y, w): bias + 2 numeric columns + one-hot groups (~13% non-zero entries)."""
+    loss, _, _, _ = make_case(name, params, seed=seed)
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, levels, size=(n, groups))
+    X = np.zeros((n, 3 + groups * levels))
+    X[:, 0], X[:, 1:3] = 1.0, rng.random((n, 2))
+    X[np.arange(n)[:, None], 3 + np.arange(groups) * levels + codes] = 1.0
+    y01 = (rng.random(n) < 0.4).astype(float)
+    y = rng.random(n) if loss.labels == "real" else to_label_form(y01, loss.labels)
+    return loss, X, y, 0.3 * rng.standard_normal(X.shape[1])
+
+
+@pytest.mark.parametrize("name,params", [c for c in CASES if c[0] != "mlp"], ids=[i for c, i in zip(CASES, IDS)
+                                                                                 if c[0] != "mlp"])
+def test_glm_products_with_csr_rows_equal_the_dense_ones(name, params):
+    import scipy.sparse
+
+    loss, X, y, w = one_hot_case(name, params)
+    S = scipy.sparse.csr_matrix(X)
+    W = draws_of(loss, w, np.random.default_rng(2))
+    for v in (w, W):  # one weight vector and a (draws, p) matrix
+        f, g = loss.value_and_grad(v, X, y)
+        fs, gs = loss.value_and_grad(v, S, y)
+        np.testing.assert_allclose(fs, f, rtol=1e-13)
+        np.testing.assert_allclose(gs, g, rtol=1e-11, atol=1e-15)
+        np.testing.assert_allclose(loss.value(v, S, y), loss.value(v, X, y), rtol=1e-13)
+        np.testing.assert_allclose(loss.grad(v, S, y), g, rtol=1e-11, atol=1e-15)
+        np.testing.assert_allclose(loss.hvp(v, 0.5 * v, S, y), loss.hvp(v, 0.5 * v, X, y), rtol=1e-11, atol=1e-15)
+        assert np.shape(gs) == np.shape(v)
+
+
+def test_problem_multiplies_by_a_shared_csr_copy_only_where_it_pays(monkeypatch):
+    import scipy.sparse
+
+    from dperm import problem as problem_module
+
+    loss, X, y, w = one_hot_case("logistic", {"labels": "pm1"})
+    monkeypatch.setattr(problem_module, "SPARSE_MIN_SIZE", X.size)  # the test data is small
+    prob = Problem(X, y, loss, l2=0.1)
+    assert scipy.sparse.issparse(prob._products(w))
+    assert prob._products(np.tile(w, (3, 1))) is prob.X  # draws: one dense BLAS-3 product
+    dense = Problem(X, y, loss, l2=0.1)
+    monkeypatch.setattr(problem_module, "SPARSE_MIN_SIZE", X.size + 1)
+    assert dense._products(w) is dense.X
+    f, g = dense.value_and_grad(w)
+    fs, gs = prob.value_and_grad(w)
+    assert fs == pytest.approx(f, rel=1e-13)
+    np.testing.assert_allclose(gs, g, rtol=1e-11)
+    np.testing.assert_allclose(prob.hvp(w, g), dense.hvp(w, g), rtol=1e-11)
+    monkeypatch.setattr(problem_module, "SPARSE_MIN_SIZE", X.size)
+    # the copy is made once for problems on the same rows, and never for dense rows
+    hinge = prob.with_loss(get_loss("huber-hinge", h=0.5))
+    assert hinge.shared is prob.shared and hinge._products(w) is prob._products(w)
+    Xd = X + 0.5
+    assert Problem(Xd, y, loss)._products(w) is not None and not scipy.sparse.issparse(Problem(Xd, y, loss)._products(w))
+    assert problem_module.sparse_rows(Xd) is None
+    mlp = Problem(X, (y > 0).astype(float), MLP(), l2=0.1)
+    assert mlp._products(mlp.loss.init(np.random.default_rng(0), X.shape[1])) is mlp.X

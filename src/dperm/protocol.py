@@ -186,7 +186,8 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
 def _train_problem(full, split: Split, folds: dict | None, key):
     """``full`` on the split's training rows; with ``folds`` (a cache shared by the cells of one
     row), the rows of X are cut once per split and kept read-only, so that a fit cannot change
-    the data the next cell sees."""
+    the data the next cell sees, and what is derived from them (the sparse copy of X,
+    :attr:`Problem.shared`) is made once."""
     from .problem import Problem
 
     if folds is None:
@@ -194,9 +195,9 @@ def _train_problem(full, split: Split, folds: dict | None, key):
     if key not in folds:
         X = full.X[split.train]
         X.setflags(write=False)
-        folds[key] = (X, full.row_norms[split.train])
-    X, norms = folds[key]
-    return Problem(X, full.y[split.train], full.loss, full.l2, norms)
+        folds[key] = (X, full.row_norms[split.train], {})
+    X, norms, shared = folds[key]
+    return Problem(X, full.y[split.train], full.loss, full.l2, norms, shared)
 
 
 def run_cells(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,

@@ -60,7 +60,7 @@ def smooth_surrogate(problem: Problem, huber_h: float | None) -> tuple[Problem, 
     h = float(huber_h)
     if not (math.isfinite(h) and 0 < h <= 1):
         raise ValueError(f"huber_h must be in (0, 1]; got huber_h={huber_h!r}")
-    surrogate = Problem(problem.X, problem.y, HuberHinge(h=h), problem.l2, problem.row_norms)
+    surrogate = problem.with_loss(HuberHinge(h=h))
     return surrogate, [f"trained on the Huberised hinge (h = {h:g}); objective reported with the hinge"]
 
 

@@ -12,11 +12,16 @@ matrix products with X and O(n) elementwise work:
 Draws: ``w`` may be ``(p,)`` or ``(draws, p)``. Scores are ``w @ X.T``, i.e. ``(n,)`` or one
 BLAS-3 product giving ``(draws, n)``; gradients are ``r @ X``. Values come back as a float or
 ``(draws,)``, gradients as ``(p,)`` or ``(draws, p)``.
+
+Sparse rows: ``value``, ``grad``, ``value_and_grad`` and ``hvp`` also accept X as a SciPy CSR
+matrix (:attr:`dperm.problem.Problem.products` hands one over for one-hot data), whose
+products cost O(nnz) instead of O(n·p); the sums are the same up to their order.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 
 from ._numerics import scratch
 
@@ -98,7 +103,16 @@ class GLMLoss:
     @staticmethod
     def _scratch_scores(w, X, name="z"):
         # Scores are temporaries of every method below: a reused buffer saves page faults.
+        if scipy.sparse.issparse(X):
+            return np.asarray(X @ w) if np.ndim(w) == 1 else np.asarray(X @ np.transpose(w)).T
         return np.matmul(w, X.T, out=scratch(name, np.shape(w)[:-1] + X.shape[:1]))
+
+    @staticmethod
+    def _times_X(r, X):
+        """r @ X for r ``(n,)`` or ``(draws, n)``: gradients and Hessian-vector products."""
+        if scipy.sparse.issparse(X):
+            return np.asarray(X.T @ r) if r.ndim == 1 else np.asarray(X.T @ r.T).T
+        return r @ X
 
     def value(self, w, X, y):
         """Mean loss (1/n) Σ ℓ_i(w)."""
@@ -106,7 +120,7 @@ class GLMLoss:
 
     def grad(self, w, X, y):
         """Mean gradient (1/n) Σ ∇ℓ_i(w) = (1/n) Xᵀ φ'(z)."""
-        g = self._dphi_overwrite(self._scratch_scores(w, X), y) @ X
+        g = self._times_X(self._dphi_overwrite(self._scratch_scores(w, X), y), X)
         g /= X.shape[0]
         return g
 
@@ -114,7 +128,7 @@ class GLMLoss:
         """(value, grad) from one pass over the scores."""
         z = self._scratch_scores(w, X)
         total, d = self._sum_phi_dphi(z, y, scratch("d", z.shape))
-        g = d @ X
+        g = self._times_X(d, X)
         g /= X.shape[0]
         return total / X.shape[0], g
 
@@ -130,7 +144,7 @@ class GLMLoss:
         """∇²F(w)·v = (1/n) Xᵀ (φ''(z) ⊙ X v); ``v`` has the shape of ``w``."""
         c = self.d2phi(self._scratch_scores(w, X), y)
         c *= self._scratch_scores(v, X, "zv")
-        g = c @ X
+        g = self._times_X(c, X)
         g /= X.shape[0]
         return g
 
