@@ -37,9 +37,11 @@ from dperm.losses import get_loss  # noqa: E402
 from dperm.problem import Problem  # noqa: E402
 
 REFERENCE = {"dp-agd": 5.0, "privgene": 0.75, "sgd-ma": 9.0}
-CASES = [  # (label, algorithm, epsilon, hyper, loss[, draws run together; seconds are per run])
+ROW = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)  # the target ε of a Figure 2-3 row
+CASES = [  # (label, algorithm, epsilon or ROW, hyper, loss[, draws run together; seconds are per run])
     ("dp-agd", "dp-agd", 0.4, {}, "logistic"),
-    ("dp-agd, 10 in lockstep", "dp-agd", 0.4, {}, "logistic", 10),  # as the pipeline's cells run it
+    ("dp-agd, 10 in lockstep", "dp-agd", 0.4, {}, "logistic", 10),  # one cell's draws
+    ("dp-agd, row of 6 x 10", "dp-agd", ROW, {}, "logistic", 10),  # as the pipeline's rows run it
     ("dp-agd-reference", "dp-agd-reference", 0.4, {}, "logistic"),
     ("dp-agd svm", "dp-agd", 0.4, {}, "hinge"),
     ("objpert", "objpert", 0.4, {}, "logistic"),
@@ -66,12 +68,16 @@ def per_run_seconds(repeats: int) -> dict:
     for label, name, eps, hyper, loss, *together in CASES:
         draws = together[0] if together else 1
         problem = bank_problem(loss)
-        fit = get_algorithm(name).fit
+        algo = get_algorithm(name)
         times = []
         for r in range(repeats):
             start = time.process_time()  # CPU of this single-threaded process: robust to other load
-            fit(problem, Privacy(eps, 1e-8), np.random.default_rng(r), draws=draws, **hyper)
-            times.append((time.process_time() - start) / draws)
+            if isinstance(eps, tuple):  # every ε of a row at once (fit_settings)
+                rngs = [np.random.default_rng([r, i]) for i in range(len(eps))]
+                algo.fit_settings(problem, [Privacy(e, 1e-8) for e in eps], rngs, draws=draws, **hyper)
+            else:
+                algo.fit(problem, Privacy(eps, 1e-8), np.random.default_rng(r), draws=draws, **hyper)
+            times.append((time.process_time() - start) / draws / (len(eps) if isinstance(eps, tuple) else 1))
         out[label] = float(np.median(times))
         ref = REFERENCE.get(label, REFERENCE.get(name) if draws > 1 else None)
         note = f"   reference {ref:.2f} s -> {ref / out[label]:.1f}x faster" if ref else ""

@@ -386,7 +386,8 @@ def test_fit_settings_gives_each_target_its_lone_fit(name, batch_size):
     problem = synthetic(n=1500, seed=4, l2=1e-3)
     targets = [Privacy(eps, 1e-8) for eps in (0.1, 0.4, 1.6)]
     hyper = {"splits": 20} if batch_size is None else {"splits": 20, "batch_size": batch_size}
-    shared = algo.fit_settings(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws=4, **hyper)
+    rngs = [np.random.default_rng(s) for s in (1, 2, 3)]
+    shared = algo.fit_settings(problem, targets, rngs, draws=4, **hyper)
     for target, seed, res in zip(targets, (1, 2, 3), shared):
         lone = algo.fit(problem, target, np.random.default_rng(seed), draws=4, **hyper)
         assert res.epsilon_spent == target.epsilon and res.extra["rho_budget"] == lone.extra["rho_budget"]

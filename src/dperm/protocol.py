@@ -332,7 +332,8 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
         train = cell.fold(split, folds)
         seed = fit_seed(spec, split)
         start = time.perf_counter()
-        result = cell.algo.fit(train, cell.privacy, np.random.default_rng(seed), draws=cell.draws, **cell.hyper)
+        result = cell.algo.fit(train, cell.privacy, np.random.default_rng(seed), draws=cell.draws,
+                               **cell.hyper)
         elapsed = time.perf_counter() - start
         records += cell.records(split, train, seed, result, elapsed)
         _log_split(log, [cell], i, split, result, elapsed)

@@ -73,6 +73,13 @@ its slot gives the same bits (the tests check it for both variants and losses). 
 chains (each samples its own rows) take the same rounds with per-chain products. Cost per
 search and chain: 2/``draws``-ish passes over X, O(n·m) float32 elementwise work for the
 logistic scores, O(n) for the hinge (:mod:`.dp_agd_scores`).
+
+Several ε at once (``fit_settings``, used by the protocol for the ε of one row): the chains of
+every target join one lockstep group (up to ``GROUP`` chains), each with its own generator,
+budget, shares and noise scales; a target's release is its lone run's, only the passes over X
+are shared (60 chains of a Figure 2 row: one BLAS-3 block of 60 instead of six of 10). This
+pays because DP-AGD's number of rounds hardly depends on ε (325–348 on Adult for ε from 0.05
+to 1.6). Mini-batch runs fit one target at a time.
 """
 
 from __future__ import annotations

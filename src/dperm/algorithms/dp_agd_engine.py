@@ -370,7 +370,8 @@ class _MiniBatch:
 
 
 def _block_size(width: int) -> int:
-    """Rows per matrix product: at most BLOCK, as even as possible (10 chains: one block of 10; 20: two of 10)."""
+    """Rows per matrix product: at most BLOCK, as even as possible (10 chains: one block of 10;
+    100: two of 50)."""
     return -(-width // -(-width // BLOCK))
 
 
