@@ -34,7 +34,8 @@ class Problem:
     ``value``, ``grad``, ``value_and_grad`` and ``hvp`` at one weight vector (L-BFGS, Newton,
     gradient descent) multiply by a CSR copy of X when X is mostly zeros (:func:`sparse_rows`);
     at ``(draws, p)`` they stay one dense BLAS-3 product. ``shared`` is a dict that problems on
-    the same rows share (the protocol keeps one per training fold) so that the copy is made once.
+    the same rows share (the protocol keeps one per training fold) so that the copy is made once;
+    X must not be changed in place after that (the protocol's folds are read-only).
     """
 
     X: np.ndarray
