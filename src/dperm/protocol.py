@@ -353,8 +353,8 @@ def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict) -> 
         results = first.algo.fit_settings(train, [cell.privacy for cell in cells],
                                           [np.random.default_rng(seed) for seed in seeds],
                                           draws=first.draws, **first.hyper)
-        elapsed = (time.perf_counter() - start) / len(cells)  # the shared time, split evenly
+        elapsed = time.perf_counter() - start
         for cell, out, seed, result in zip(cells, records, seeds, results):
-            out += cell.records(split, train, seed, result, elapsed)
-        _log_split(log, cells, i, split, results[0], elapsed * len(cells))
+            out += cell.records(split, train, seed, result, elapsed / len(cells))  # split evenly
+        _log_split(log, cells, i, split, results[0], elapsed)
     return [pd.DataFrame.from_records(out, columns=RECORD_COLUMNS) for out in records]

@@ -102,7 +102,8 @@ rule run_path:
 rule run_row:
     """Every numeric ε of one (experiment, dataset, model, algorithm) in one process
     (dperm.protocol.run_cells): one start-up, one load of the data and one cut of each fold for
-    the row instead of one per ε. Each cell's records are those it has alone."""
+    the row instead of one per ε. Each cell's fits are those it has alone (DP-AGD runs the ε's
+    chains together, each from its own seed and budget)."""
     input:
         unpack(row_inputs),
     output:

@@ -4,8 +4,8 @@ Each draw is a *chain* with its own budget, generator and stopping point; a roun
 active chain by one gradient measurement and one step-size search, sharing the products with X
 across chains (R·X for gradients, D·Xᵀ for searches). The chains of a group may have different
 privacy targets (the ε of one row of a figure, :func:`run_chains`): each has its own budget
-and shares; everything else (data, clipping, step grid) is common. The privacy argument and the two variants'
-semantics are in :mod:`.dp_agd`; this module only executes them.
+and shares; everything else (data, clipping, step grid) is common. The privacy argument and the
+two variants' semantics are in :mod:`.dp_agd`; this module only executes them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ BLAS-3 product giving ``(draws, n)``; gradients are ``r @ X``. Values come back 
 ``(draws,)``, gradients as ``(p,)`` or ``(draws, p)``.
 
 Sparse rows: ``value``, ``grad``, ``value_and_grad`` and ``hvp`` also accept X as a SciPy CSR
-matrix (:attr:`dperm.problem.Problem.products` hands one over for one-hot data), whose
+matrix (``dperm.problem.Problem._products`` hands one over for one-hot data), whose
 products cost O(nnz) instead of O(n·p); the sums are the same up to their order.
 """
 
