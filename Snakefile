@@ -1,5 +1,5 @@
-# dperm: reproduce and extend five works on differentially private ERM.
-# Entry point only: configuration, includes and the default target. See README.md.
+# dperm: reproduce and extend works on differentially private ERM. Entry point only:
+# configuration, includes and the default target; no paper is named here (see README.md).
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -15,15 +15,19 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/reports.smk"
-include: "workflow/rules/lee2018.smk"
-include: "workflow/rules/zhang2017_common.smk"
-include: "workflow/rules/zhang2017.smk"
+
+
+# One rule file per paper listed in config `papers`; each defines a rule named after the paper,
+# whose input is every output of the paper (its target). A paper not listed is not included.
+for _paper in PAPERS:
+
+    include: f"workflow/rules/papers/{_paper}.smk"
 
 
 # Local runs: drop Snakemake's job-rate limiter (--max-jobs-per-timespan, default 100/1s). Each
 # pass of its scheduling loop arms a 1 s timer that wakes the loop again, and every finished job
 # wakes it once more, so the wake-ups per second grow with the jobs finished (about 10 per second
-# after 10 jobs). Every pass re-reads the inputs of all ready jobs: in the full lee2018 run that
+# after 10 jobs). Every pass re-reads the inputs of all ready jobs: in a full paper run that
 # took ~30% of a core by mid-run, CPU the jobs needed. Without the limiter the loop wakes only
 # when a job finishes. Cluster executors keep their limiter.
 onstart:
@@ -32,11 +36,10 @@ onstart:
         scheduler.job_rate_limiter = None
 
 
-# Everything: the prepared datasets and their table, and every table and figure of every paper in
-# config `papers` (each paper's own target; zhang2017-runtime, an hour of timing runs, is apart).
+# Everything: the prepared datasets and their table, and every output of every paper in config
+# `papers` (each paper's own target; a paper's extra targets, such as long timing runs, are apart).
 rule all:
     input:
         default_targets(),
-        rules.lee2018.input,
-        rules.zhang2017.input,
+        [getattr(rules, paper).input for paper in PAPERS],
     default_target: True

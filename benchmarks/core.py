@@ -47,7 +47,7 @@ try:
 except ImportError:  # run from a checkout without PYTHONPATH
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from dperm.losses import Logistic, row_norms  # noqa: E402
-from dperm.losses import _numerics as nm  # noqa: E402
+from dperm.losses import numerics as nm  # noqa: E402
 
 N, BATCH, DRAWS = 39_000, 1_000, 10
 LEVELS = (7, 16, 7, 14, 6, 5, 2, 41)  # workclass … native-country

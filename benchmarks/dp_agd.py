@@ -57,7 +57,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
 from dperm.algorithms.base import Privacy  # noqa: E402
-from dperm.algorithms.dp_agd_scores import CandidateScorer, candidate_grid, naive_candidate_scores  # noqa: E402
+from dperm.algorithms.dp_agd.scores import CandidateScorer, candidate_grid, naive_candidate_scores  # noqa: E402
 from dperm.algorithms.registry import get_algorithm  # noqa: E402
 from dperm.losses import Hinge, Logistic  # noqa: E402
 from dperm.problem import Problem  # noqa: E402

@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from dperm.algorithms import dp_agd, dp_agd_engine, dp_agd_primitives
+from dperm.algorithms import dp_agd
+from dperm.algorithms.dp_agd import engine as dp_agd_engine, primitives as dp_agd_primitives
 from dperm.algorithms.base import Privacy, draw_rngs
-from dperm.algorithms.dp_agd_scores import CandidateScorer, candidate_grid, naive_candidate_scores
+from dperm.algorithms.dp_agd.scores import CandidateScorer, candidate_grid, naive_candidate_scores
 from dperm.algorithms.registry import get_algorithm
 from dperm.losses import Hinge, HuberHinge, Logistic
 from dperm.privacy import (audit_outputs, noisy_max_scale, report_noisy_min, report_noisy_min_reference,
@@ -19,8 +20,7 @@ from dperm.privacy import (audit_outputs, noisy_max_scale, report_noisy_min, rep
 from dperm.problem import Problem
 
 # the registered defaults of the correct variant
-HYPER = {k: p.default for k, p in inspect.signature(dp_agd.fit_dp_agd).parameters.items()
-         if p.kind is inspect.Parameter.KEYWORD_ONLY}
+HYPER = dict(get_algorithm("dp-agd").defaults)
 
 
 def synthetic(n=2000, seed=0, loss=None, l2=0.0):
@@ -508,7 +508,7 @@ def test_float32_per_row_terms_lie_in_zero_to_c(clip):
 
 
 def test_float32_search_products_move_scores_far_below_the_noise():
-    """Full-batch logistic runs take X·d in float32 (dp_agd_engine._FullBatch): against float64
+    """Full-batch logistic runs take X·d in float32 (dp_agd.engine._FullBatch): against float64
     products and scores, the scores move by < 1e-4 of the smallest NoisyMin noise scale used
     (C_obj/ε_nmax ≈ 42 at ε = 6.4, the default splits)."""
     problem = bank_like()

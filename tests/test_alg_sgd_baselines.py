@@ -197,8 +197,8 @@ def test_fixed_size_sampler_draws_distinct_rows():
     assert np.all(np.diff(rows, axis=1) > 0) and rows.min() >= 0 and rows.max() < 300
 
 
-def test_poisson_batch_is_still_importable_and_poisson():
-    from dperm.algorithms.dp_sgd import poisson_batch
+def test_poisson_batch_draws_a_poisson_sample():
+    from dperm.algorithms._batched_sgd import poisson_batch
 
     rng = np.random.default_rng(4)
     batches = [poisson_batch(rng, 1000, 0.05) for _ in range(400)]

@@ -48,13 +48,16 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
     paper = _load(tmp_path, config)
     nonprivate, dp_sgd = ex.cells(paper)[:2]
     tuned = {"wine": {"lr": {"l2": 0.5, "hyper": {"dp-sgd": {"epochs": 7}}}}}
-    spec = ex.cell_spec(paper, dp_sgd, seed=3, tuned=tuned)
+    untuned = ex.cell_spec(paper, dp_sgd, seed=3)  # what the job receives: the config's values only
+    assert untuned["tuning"] == "private" and untuned["tuned"] == {"l2": True, "hyper": True, "key": "dp-sgd"}
+    spec = ex.apply_tuning(untuned, tuned)  # inside the job
     assert spec["model"]["l2"] == 0.5 and spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
     assert "l2-0.5.csv" in ex.optimum_path(spec)
-    untouched = ex.cell_spec(paper, nonprivate, seed=3, tuned=tuned)
+    assert untuned["model"]["l2"] == 0.01  # applying the choices does not change the job's spec
+    untouched = ex.apply_tuning(ex.cell_spec(paper, nonprivate, seed=3), tuned)
     assert untouched["model"]["l2"] == 0.01 and untouched["tuning"] == "private"
-    with pytest.raises(ValueError, match="needs the tuning results"):
-        ex.cell_spec(paper, dp_sgd, seed=3)
+    with pytest.raises(ValueError, match="needs the paper's tuning choices"):
+        ex.apply_tuning(untuned, None)
 
 
 def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
@@ -76,9 +79,9 @@ def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (lambda c: c["algorithms"].update({"dp-sdg": {}}), "unknown algorithm 'dp-sdg'; known algorithms:"),
     (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['batch_size'"),
-    (lambda c: c["experiments"]["e"]["models"].append("svm"), r"uses models \['svm'\] that the paper's 'models' section does not define"),
-    (lambda c: c["experiments"]["e"]["datasets"].append("mnist"), "'mnist' is not one of"),
-    (lambda c: c["experiments"]["e"]["protocol"].update({"kind": "loo"}), "'loo' is not one of"),
+    (lambda c: c["experiments"]["e"]["models"].append("svm"), r"experiments.e.models: \['svm'\] are not defined in the paper's 'models' section"),
+    (lambda c: c["experiments"]["e"]["datasets"].append("mnist"), r"experiments.e.datasets\[1\]: 'mnist' is not allowed; allowed: \['adult'"),
+    (lambda c: c["experiments"]["e"]["protocol"].update({"kind": "loo"}), "experiments.e.protocol.kind: 'loo' is not allowed; allowed: \\['kfold', 'holdout', 'full'\\]"),
 ])
 def test_bad_grids_are_refused_with_the_allowed_values(tmp_path, change, message):
     import copy

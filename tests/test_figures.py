@@ -8,8 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dperm import figures
-from dperm.cli import _figure_summary, figure_caption, main
+from dperm.cli import main
+from dperm.experiments import dumps, figure_spec, load_paper
+from dperm.report import figures
+from dperm.report.captions import figure_caption
+from dperm.report.paper_figures import figure_rows, read_summaries
 
 PAPER = Path(__file__).resolve().parents[1] / ".test" / "config" / "papers" / "lee2018.yaml"
 
@@ -59,7 +62,7 @@ def tables(tmp_path):
 
 def test_borrowed_algorithms_come_from_the_other_experiment_only(tables):
     spec = {"experiment": "reference", "borrow": {"fig3": ["dp-agd", "nonprivate"]}}
-    rows = _figure_summary(spec, [str(p) for p in tables], pd)
+    rows = figure_rows(spec, read_summaries(tables))
     by = rows.groupby("algorithm")["experiment"].agg(set).to_dict()
     assert by == {"dp-agd-reference": {"reference"}, "dp-agd": {"fig3"}, "nonprivate": {"fig3"}}
 
@@ -67,9 +70,9 @@ def test_borrowed_algorithms_come_from_the_other_experiment_only(tables):
 def test_borrowing_what_the_other_experiment_lacks_is_an_error(tables):
     spec = {"experiment": "reference", "borrow": {"fig3": ["dp-agd", "sgd-adv"]}}
     with pytest.raises(ValueError, match=r"borrows \['sgd-adv'\] from experiment 'fig3'"):
-        _figure_summary(spec, [str(p) for p in tables], pd)
+        figure_rows(spec, read_summaries(tables))
     with pytest.raises(ValueError, match=r"needs the summaries of \['fig3'\]"):
-        _figure_summary(spec, [str(tables[0])], pd)
+        figure_rows(spec, read_summaries(tables[:1]))
 
 
 def test_the_caption_states_the_protocol_of_borrowed_curves(tables):
@@ -84,7 +87,7 @@ def test_the_caption_states_the_protocol_of_borrowed_curves(tables):
 
 def test_figure_command_draws_a_borrowing_figure(tables, tmp_path):
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
-    code = main(["figure", "--paper", str(PAPER), "--figure", "reference-svm",
-                 "--summary", *map(str, tables), "--png", str(png), "--pdf", str(pdf)])
+    spec = dumps(figure_spec(load_paper(PAPER), "reference-svm"))
+    code = main(["figure", "--spec", spec, "--summary", *map(str, tables), "--png", str(png), "--pdf", str(pdf)])
     assert code in (0, None)
     assert png.stat().st_size > 10_000 and pdf.read_bytes().startswith(b"%PDF")

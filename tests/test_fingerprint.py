@@ -12,10 +12,10 @@ def test_editing_a_module_changes_only_the_fingerprints_that_include_it(tmp_path
     shutil.copytree(fp.PACKAGE, copy)
     monkeypatch.setattr(fp, "PACKAGE", copy)
     fp.source_fingerprint.cache_clear()
-    before = fp.source_fingerprint("tables"), fp.source_fingerprint("datasets", "files")
+    before = fp.source_fingerprint("report"), fp.source_fingerprint("datasets", "files")
     (copy / "datasets" / "encode.py").write_text((copy / "datasets" / "encode.py").read_text() + "\n# edit\n")
     fp.source_fingerprint.cache_clear()
-    after = fp.source_fingerprint("tables"), fp.source_fingerprint("datasets", "files")
+    after = fp.source_fingerprint("report"), fp.source_fingerprint("datasets", "files")
     assert after[0] == before[0] and after[1] != before[1]
     fp.source_fingerprint.cache_clear()
 

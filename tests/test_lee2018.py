@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dperm.papers.lee2018 import claims, noisy_gd_table, table1, table2
-
-PUBLISHED = Path(__file__).resolve().parents[1] / "config" / "published" / "lee2018_table1.csv"
+from dperm.papers import published
+from dperm.papers.lee2018.claims import claims
+from dperm.papers.lee2018.tables import noisy_gd_table, table1, table2
 SMALL_EPS = [0.05, 0.1, 0.2, 0.4, 0.8]
 
 
@@ -62,12 +62,13 @@ def test_table1_joins_published_columns_on_t():
     ours/published pairwise, and the published values are carried over unchanged."""
     X, y = separable()
     ours = noisy_gd_table(X, y, steps=3, learning_rate=1.0, noise_norm=0.5, runs=2, seed=0)
-    published = pd.read_csv(PUBLISHED, comment="#")
-    joined = table1(ours, published.sample(frac=1.0, random_state=0))
+    with published("lee2018", "table1.csv").open() as fh:
+        reference = pd.read_csv(fh, comment="#")
+    joined = table1(ours, reference.sample(frac=1.0, random_state=0))
     assert list(joined.columns) == ["t", "grad_norm", "grad_norm_published", "noisy_grad_norm",
                                     "noisy_grad_norm_published", "noise_rms", "objective", "objective_published"]
     assert joined["t"].tolist() == [0, 1, 2, 3]
-    pub = published.set_index("t").loc[joined["t"]]
+    pub = reference.set_index("t").loc[joined["t"]]
     for column in ("grad_norm", "noisy_grad_norm", "objective"):
         np.testing.assert_array_equal(joined[f"{column}_published"], pub[column])
         np.testing.assert_array_equal(joined[column], ours[column])
@@ -78,9 +79,9 @@ def test_table1_joins_published_columns_on_t():
 def test_table2_keeps_key_order_and_marks_missing_datasets_na():
     """A dataset absent from the input is a row of NA counts, and rows follow ``keys``, not the input."""
     datasets = pd.DataFrame({"dataset": ["kddcup99", "adult"], "n": [494021, 45222], "p": [120, 105],
-                             "lee2018_n": [4898431, 48842], "lee2018_dim": [125, 124], "label": ["attack", ">50K"],
-                             "positive_rate": [0.8, 0.25], "status": ["ok", "ok"]})
-    out = table2(datasets, keys=("kddcup99", "bank-dpagd", "adult"))
+                             "label": ["attack", ">50K"], "positive_rate": [0.8, 0.25], "status": ["ok", "ok"]})
+    shapes = {"kddcup99": (4898431, 125), "adult": (48842, 124)}
+    out = table2(datasets, shapes, keys=("kddcup99", "bank-dpagd", "adult"))
     assert out["dataset"].tolist() == ["kddcup99", "bank-dpagd", "adult"]
     assert out["n_ours"].tolist()[::2] == [494021, 45222] and out["dim_paper"].tolist()[::2] == [125, 124]
     for column in ("n_ours", "dim_ours", "n_paper", "dim_paper"):

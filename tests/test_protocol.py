@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO
 from dperm.protocol import (RECORD_COLUMNS, derive_seed, format_epsilon, make_splits, parse_setting,
-                            run_cell, run_cells, split_seed)
+                            run_cell, run_job, split_seed)
 
 
 @pytest.mark.parametrize("value, text", [(0.05, "0.05"), (1, "1"), (1.0, "1"), ("1.0", "1"),
@@ -146,7 +146,7 @@ def test_a_row_runs_each_cell_as_it_runs_alone_on_shared_read_only_folds():
     hinge = {"name": "svm", "loss": "hinge", "l2": 1e-3}
     specs = [_spec(epsilon=e) for e in ("0.5", "1", "2")] + [
         {**_spec("nonprivate", "inf"), "model": hinge}]  # another loss: ±1 labels on the same folds
-    row = run_cells(specs, data)
+    row = run_job(specs, data)
     alone = pd.concat([run_cell(s, data) for s in specs], ignore_index=True)
     same = [c for c in RECORD_COLUMNS if c != "fit_seconds"]
     pd.testing.assert_frame_equal(row[same], alone[same])
@@ -162,14 +162,14 @@ def test_a_row_runs_each_cell_as_it_runs_alone_on_shared_read_only_folds():
     np.testing.assert_array_equal(first.X, full.X[split.train])
     np.testing.assert_array_equal(first.row_norms, full.row_norms[split.train])
     with pytest.raises(ValueError, match="at least one cell spec"):
-        run_cells([], data)
+        run_job([], data)
 
 
 def test_a_row_fits_the_epsilons_of_dp_agd_together_each_as_alone():
     data = _toy()
     specs = [{**_spec("dp-agd", e, draws=2), "hyper": {"splits": 10}} for e in ("0.5", "1", "2")]
     specs.append({**specs[0], "algorithm": "dp-agd-reference", "epsilon": "1"})  # another key: alone
-    row = run_cells(specs, data)
+    row = run_job(specs, data)
     alone = pd.concat([run_cell(s, data) for s in specs], ignore_index=True)
     numbers = ["accuracy", "objective", "regularised_objective", "grad_evals"]
     exact = [c for c in RECORD_COLUMNS if c not in numbers + ["fit_seconds"]]
@@ -223,7 +223,7 @@ def test_same_seed_same_bytes_across_processes_and_thread_counts(tmp_path):
     outs = []
     for threads in ("1", "2", "1"):
         out = tmp_path / f"cell{len(outs)}.csv"
-        subprocess.run([sys.executable, "-m", "dperm", "--threads", threads, "run-cell", "--spec",
+        subprocess.run([sys.executable, "-m", "dperm", "--threads", threads, "run-job", "--spec",
                         f"@{spec}", "--data", str(data), "--out", str(out)], check=True,
                        env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True)
         outs.append(_deterministic_bytes(pd.read_csv(out)))
@@ -233,7 +233,7 @@ def test_same_seed_same_bytes_across_processes_and_thread_counts(tmp_path):
 
 def test_markdown_leaves_out_a_metric_no_cell_has():
     """opt_gap is NaN everywhere when a paper does not solve L* (optimum.unregularised: false)."""
-    from dperm.tables import KEYS, markdown, summarise
+    from dperm.report.tables import KEYS, markdown, summarise
 
     base = {k: "x" for k in KEYS}
     records = pd.DataFrame([{**base, "epsilon": 1.0, "accuracy": a, "objective": 0.3, "opt_gap": np.nan,
@@ -248,7 +248,7 @@ def test_markdown_leaves_out_a_metric_no_cell_has():
 
 def test_accuracy_axis_says_training_accuracy_under_the_full_protocol():
     """Lee & Kifer's Figure 1 fits and evaluates on all rows: its axis must not say test accuracy."""
-    from dperm.figures import metric_label
+    from dperm.report.figures import metric_label
 
     assert metric_label("accuracy", {"kind": "full"}) == "training accuracy"
     assert metric_label("accuracy", {"kind": "kfold", "folds": 5}) == "test accuracy"

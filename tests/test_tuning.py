@@ -40,7 +40,7 @@ def test_tuning_picks_the_informative_lambda_and_enough_epochs(tmp_path):
     assert choice["hyper"]["dp-sgd"] == {"epochs": 3}
     assert grid["chosen"].sum() == 2 and len(grid) == 4
     assert grid.loc[grid["chosen"], "mean_accuracy"].min() >= grid["mean_accuracy"].median()
-    spec = ex.cell_spec(paper, ex.cells(paper)[1], seed=1, tuned=chosen)
+    spec = ex.apply_tuning(ex.cell_spec(paper, ex.cells(paper)[1], seed=1), chosen)
     assert spec["tuning"] == "non-private" and spec["model"]["l2"] == 1e-4
 
 

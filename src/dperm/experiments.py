@@ -1,30 +1,34 @@
-"""Paper configurations -> table cells -> fully resolved cell specifications.
+"""Paper configurations -> table cells -> jobs -> fully resolved cell specifications.
 
-A paper's grid lives in ``config/papers/<paper>.yaml`` (schema:
-``workflow/schemas/paper.schema.yaml``). This module is the one place that turns it into cells
-and into the JSON spec a ``run_cell`` job receives, so Snakemake and ``python -m dperm`` agree.
+A paper's grid lives in ``config/papers/<paper>.yaml`` (schema ``dperm/schemas/paper.schema.yaml``;
+every key is documented in ``config/README.md``). This module is the one place that turns it into
+cells, groups the cells into jobs and writes the JSON spec a job receives, so Snakemake and
+``python -m dperm`` agree. :func:`load_paper` refuses, with the file, the key and what is
+allowed, every grid that could not run as written.
 
-Hyper-parameters of a cell, later entries winning: the algorithm's signature defaults < the
+A *cell* is one (paper, experiment, dataset, model, algorithm key, privacy setting). A *job* is
+the cells of one (paper, experiment, dataset, model, algorithm key) run in one process: the
+target ε of a row (DP-AGD fits them together), the step counts of a path (one run, released
+along the way), or a lone non-private cell.
+
+Hyper-parameters of a cell, later entries winning: the algorithm's registered defaults < the
 paper's ``algorithms`` section < the experiment's ``hyper`` < the experiment's ``per_dataset`` <
-the swept value (parameter sweeps) < values chosen by the paper's non-private tuning run, which
-mark the cell ``tuning: non-private``. The model: the paper's ``models`` < the experiment's
-``model_overrides`` < the algorithm's ``model_overrides`` (e.g. SGD-MA's λ = 0 for LR, as its
-reference code) < the experiment's ``per_dataset`` < tuned λ.
+the swept value (parameter sweeps) < values chosen by the paper's non-private tuning run
+(:func:`apply_tuning`, which marks the cell ``tuning: non-private``). The model: the paper's
+``models`` < the experiment's ``model_overrides`` < the algorithm's ``model_overrides`` < the
+experiment's ``per_dataset`` < tuned λ.
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from .config import ConfigError, read_yaml, validate
 from .protocol import format_epsilon
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "paper.schema.yaml"
 RESERVED = ("use", "profile", "label", "model_overrides")
 
 
@@ -38,63 +42,219 @@ class Cell:
     epsilon: str  # a privacy-setting token, see dperm.protocol.format_epsilon
 
     @property
+    def job(self) -> Job:
+        return Job(self.paper, self.experiment, self.dataset, self.model, self.algorithm)
+
+    @property
     def path(self) -> str:
-        return (f"results/runs/{self.paper}/{self.experiment}/{self.dataset}/{self.model}/"
-                f"{self.algorithm}/eps{self.epsilon}.csv")
+        return f"{self.job.cell_dir}/eps{self.epsilon}.csv"
 
 
-def check_hyper(registered: str, hyper: dict, where: str) -> None:
-    """The algorithm exists and accepts every hyper-parameter named (error lists the allowed)."""
-    from .algorithms import get_algorithm
+@dataclass(frozen=True)
+class Job:
+    """The cells of one (paper, experiment, dataset, model, algorithm key), run in one process."""
 
-    spec = get_algorithm(registered)
-    params = inspect.signature(spec.fit).parameters
-    allowed = sorted(n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY)
-    unknown = sorted(set(hyper) - set(allowed) - set(RESERVED))
-    if unknown:
-        raise ValueError(f"{where}: unknown hyper-parameter(s) {unknown} for algorithm {spec.name!r}; "
-                         f"allowed: {allowed}")
+    paper: str
+    experiment: str
+    dataset: str
+    model: str
+    algorithm: str
+
+    @property
+    def path(self) -> str:
+        return f"results/jobs/{self.paper}/{self.experiment}/{self.dataset}/{self.model}/{self.algorithm}.csv"
+
+    @property
+    def cell_dir(self) -> str:
+        return f"results/runs/{self.paper}/{self.experiment}/{self.dataset}/{self.model}/{self.algorithm}"
+
+
+# -- loading and checking a paper ------------------------------------------------------------------
+
+def merge(base, override):
+    """``override`` deep-merged over ``base``: mappings merge key by key, anything else replaces,
+    and a null value removes the key (a quick run can drop a whole experiment)."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return copy.deepcopy(override)
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+def load_paper(path, quick: bool = False) -> dict:
+    """Read and check a paper config: the schema (defaults filled in), then every name it uses
+    (algorithms, hyper-parameters and their types, models, experiments, figure references) and
+    every grid that would not run as written. ``quick``: the file's ``quick`` section is merged
+    over it first (reduced protocols; see ``config/quick.yaml``) and ``paper["quick"]`` is true.
+    Raises :class:`ConfigError` naming the file and the key."""
+    raw = read_yaml(path)
+    overrides = raw.pop("quick", None) if isinstance(raw, dict) else None
+    paper = merge(raw, overrides or {}) if quick else raw
+    where = f"{path}" + (" (quick run: its 'quick' section merged in)" if quick and overrides else "")
+    validate(paper, "paper", where)
+    _check_paper(paper, where)
+    paper["quick"] = bool(quick)
+    return paper
+
+
+def _fail(where: str, message: str):
+    raise ConfigError(f"{where}: {message}")
 
 
 def registered_name(paper: dict, key: str) -> str:
     return paper["algorithms"][key].get("use", key)
 
 
-def load_paper(path, schema=SCHEMA) -> dict:
-    """Read and validate a paper config (defaults filled in, names and hyper-parameters checked)."""
-    from snakemake.utils import validate
+def algorithm_spec(paper: dict, key: str):
+    from .algorithms import get_algorithm
 
-    config = yaml.safe_load(Path(path).read_text())
-    validate(config, schema=str(schema), set_default=True)
-    for key, hyper in config["algorithms"].items():
-        check_hyper(hyper.get("use", key), hyper, where=str(path))
-    for name, exp in config["experiments"].items():
-        where = f"{path}: experiment {name!r}"
-        for dataset, models in exp.get("dataset_models", {}).items():
-            if dataset not in exp["datasets"] or not set(models) <= set(exp["models"]):
-                raise ValueError(f"{where}: dataset_models[{dataset!r}] must name one of the experiment's "
-                                 f"datasets and a subset of its models {exp['models']}; got {models}")
-        for key in ("models", "algorithms"):
-            unknown = sorted(set(exp[key]) - set(config[key]))
-            if unknown:
-                raise ValueError(f"{where} uses {key} {unknown} that the paper's {key!r} section does "
-                                 f"not define; defined: {sorted(config[key])}")
-        blocks = [exp["hyper"]] + [{a: h for a, h in d.items() if a != "models"} for d in exp["per_dataset"].values()]
-        for block in blocks:
-            for key, hyper in block.items():
-                check_hyper(registered_name(config, key), hyper, where=where)
-        if exp.get("sweep"):
-            for key in exp["algorithms"]:
-                check_hyper(registered_name(config, key), {exp["sweep"]["param"]: None}, where=where)
-    tuning = config.get("tuning")
+    return get_algorithm(registered_name(paper, key))
+
+
+def check_hyper(paper: dict, key: str, hyper: dict, where: str) -> None:
+    """The algorithm of ``key`` accepts every hyper-parameter named, with a value of its type."""
+    spec = algorithm_spec(paper, key)
+    given = {k: v for k, v in hyper.items() if k not in RESERVED}
+    unknown = sorted(set(given) - set(spec.defaults))
+    if unknown:
+        _fail(where, f"unknown hyper-parameter(s) {unknown} for algorithm {spec.name!r}; allowed: "
+                     f"{sorted(spec.defaults)}")
+    spec.check_types(given, where)
+
+
+def _check_paper(paper: dict, where: str) -> None:
+    from .algorithms import algorithm_names
+
+    known = algorithm_names()
+    for key, block in paper["algorithms"].items():
+        name = block.get("use", key)
+        if name not in known:
+            _fail(f"{where}: algorithms.{key}", f"unknown algorithm {name!r}; known algorithms: {', '.join(known)}")
+        check_hyper(paper, key, block, f"{where}: algorithms.{key}")
+        for model in block.get("model_overrides", {}):
+            if model not in paper["models"]:
+                _fail(f"{where}: algorithms.{key}.model_overrides", f"unknown model {model!r}; models: "
+                                                                    f"{sorted(paper['models'])}")
+    for name, exp in paper["experiments"].items():
+        _check_experiment(paper, name, exp, f"{where}: experiments.{name}")
+    for name, fig in paper["figures"].items():
+        _check_figure(paper, fig, f"{where}: figures.{name}")
+    tuning = paper.get("tuning")
     if tuning:
-        missing = sorted(set(tuning["experiments"]) - set(config["experiments"]))
+        missing = sorted(set(tuning["experiments"]) - set(paper["experiments"]))
         if missing:
-            raise ValueError(f"{path}: tuning names experiments {missing} that are not defined")
+            _fail(f"{where}: tuning.experiments", f"experiments {missing} are not defined; defined: "
+                                                  f"{sorted(paper['experiments'])}")
+        for algorithm in tuning.get("l2", {}).get("algorithms", []):
+            if algorithm not in paper["algorithms"]:
+                _fail(f"{where}: tuning.l2.algorithms", f"unknown algorithm key {algorithm!r}")
         for block in tuning.get("hyper", []):
-            check_hyper(registered_name(config, block["algorithm"]), block["grid"], where=f"{path}: tuning")
-    return config
+            if block["algorithm"] not in paper["algorithms"]:
+                _fail(f"{where}: tuning.hyper", f"unknown algorithm key {block['algorithm']!r}; defined: "
+                                                f"{sorted(paper['algorithms'])}")
+            check_hyper(paper, block["algorithm"], {k: v[0] for k, v in block["grid"].items()},
+                        f"{where}: tuning.hyper[{block['algorithm']}]")
 
+
+def _unique_settings(values, where: str, what: str) -> None:
+    tokens = [format_epsilon(v) for v in values]
+    repeated = sorted({t for t in tokens if tokens.count(t) > 1})
+    if repeated:
+        _fail(where, f"{what} {list(values)} name the same setting twice ({repeated}): each value would "
+                     "count the same fits twice")
+
+
+def _check_experiment(paper: dict, name: str, exp: dict, where: str) -> None:
+    for key in ("models", "algorithms"):
+        unknown = sorted(set(exp[key]) - set(paper[key]))
+        if unknown:
+            _fail(f"{where}.{key}", f"{unknown} are not defined in the paper's {key!r} section; defined: "
+                                    f"{sorted(paper[key])}")
+    for dataset, models in exp.get("dataset_models", {}).items():
+        if dataset not in exp["datasets"] or not set(models) <= set(exp["models"]):
+            _fail(f"{where}.dataset_models.{dataset}", f"must name one of the experiment's datasets "
+                                                       f"{exp['datasets']} and a subset of its models {exp['models']}")
+    _unique_settings(exp["epsilons"], f"{where}.epsilons", "epsilons")
+    for key, values in exp["epsilons_by_algorithm"].items():
+        if key not in exp["algorithms"]:
+            _fail(f"{where}.epsilons_by_algorithm", f"{key!r} is not one of the experiment's algorithms "
+                                                    f"{exp['algorithms']}")
+        _unique_settings(values, f"{where}.epsilons_by_algorithm.{key}", "epsilons")
+    for key, steps in exp["steps"].items():
+        if key not in exp["algorithms"] or algorithm_spec(paper, key).depends_on_epsilon:
+            _fail(f"{where}.steps.{key}", "steps are for algorithms of the experiment whose epsilon is "
+                                          "computed from a number of steps (e.g. sgd-ma)")
+        if len(set(steps)) != len(steps):
+            _fail(f"{where}.steps.{key}", f"{steps} names a step count twice")
+    for key in exp["algorithms"]:
+        spec = algorithm_spec(paper, key)
+        if spec.private and not settings(paper, exp, key):
+            what = "steps" if not spec.depends_on_epsilon else "epsilons"
+            _fail(where, f"algorithm {key!r} is private but the experiment gives it no {what}: it would "
+                         f"run no cells")
+    for block_name, block in [("hyper", exp["hyper"])] + [
+            (f"per_dataset.{d}", {a: h for a, h in b.items() if a != "models"}) for d, b in exp["per_dataset"].items()]:
+        for key, hyper in block.items():
+            if key not in paper["algorithms"]:
+                _fail(f"{where}.{block_name}", f"unknown algorithm key {key!r}; defined: {sorted(paper['algorithms'])}")
+            check_hyper(paper, key, hyper, f"{where}.{block_name}.{key}")
+    for dataset in exp["per_dataset"]:
+        if dataset not in exp["datasets"]:
+            _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {exp['datasets']}")
+    sweep = exp.get("sweep")
+    if sweep:
+        _unique_settings([v for v in sweep["values"] if isinstance(v, (int, float))], f"{where}.sweep.values",
+                         "values")
+        for key in exp["algorithms"]:
+            for value in sweep["values"]:
+                check_hyper(paper, key, {sweep["param"]: value}, f"{where}.sweep")
+
+
+def _check_figure(paper: dict, fig: dict, where: str) -> None:
+    experiments = paper["experiments"]
+    if fig["experiment"] not in experiments:
+        _fail(f"{where}.experiment", f"unknown experiment {fig['experiment']!r}; defined: {sorted(experiments)}")
+    exp = experiments[fig["experiment"]]
+    available = set(exp["algorithms"])
+    for other, algorithms in fig.get("borrow", {}).items():
+        if other not in experiments:
+            _fail(f"{where}.borrow", f"unknown experiment {other!r}; defined: {sorted(experiments)}")
+        missing = sorted(set(algorithms) - set(experiments[other]["algorithms"]))
+        if missing:
+            _fail(f"{where}.borrow.{other}", f"experiment {other!r} does not run {missing}")
+        available |= set(algorithms)
+    unknown = sorted(set(fig.get("algorithms", [])) - available)
+    if unknown:
+        _fail(f"{where}.algorithms", f"{unknown} are not run by experiment {fig['experiment']!r} (nor borrowed); "
+                                     f"available: {sorted(available)}")
+    datasets = [p["dataset"] for p in fig.get("panels", [])] + fig.get("datasets", [])
+    unknown = sorted(set(datasets) - set(exp["datasets"]))
+    if unknown:
+        _fail(f"{where}", f"datasets {unknown} are not in experiment {fig['experiment']!r} ({exp['datasets']})")
+    models = [p["model"] for p in fig.get("panels", [])] + ([fig["model"]] if "model" in fig else [])
+    unknown = sorted(set(models) - set(exp["models"]))
+    if unknown:
+        _fail(f"{where}", f"models {unknown} are not in experiment {fig['experiment']!r} ({exp['models']})")
+    if fig["kind"] == "sweep" and fig.get("param") != (exp.get("sweep") or {}).get("param"):
+        _fail(f"{where}.param", f"a sweep figure draws its experiment's swept parameter "
+                                f"({(exp.get('sweep') or {}).get('param')!r}); got {fig.get('param')!r}")
+
+
+def check_profiles(paper: dict, profiles, source: str) -> None:
+    """Every preprocessing profile the paper uses is defined in the global config."""
+    for name in paper["experiments"]:
+        for key in paper["experiments"][name]["algorithms"]:
+            profile = experiment_profile(paper, name, key)
+            if profile not in profiles:
+                raise ConfigError(f"{source}: experiment {name!r}, algorithm {key!r}: profile {profile!r} is not "
+                                  f"in config 'profiles' (defined: {sorted(profiles)})")
+
+
+# -- cells and jobs ----------------------------------------------------------------------------------
 
 def sweep_key(algorithm: str, param: str, value) -> str:
     """File-name key of one swept value: ``dp-agd`` + ``c_grad`` = 4 -> ``dp-agd-cgrad4``."""
@@ -102,23 +262,22 @@ def sweep_key(algorithm: str, param: str, value) -> str:
     return f"{algorithm}-{param.replace('_', '')}{text}"
 
 
-def _sweep_lookup(exp: dict) -> dict[str, tuple[str, object]]:
+def sweep_lookup(exp: dict) -> dict[str, tuple[str, object]]:
+    """Sweep key -> (the paper's algorithm key, the swept value, as the config writes it)."""
     sweep = exp.get("sweep")
     if not sweep:
         return {}
     return {sweep_key(a, sweep["param"], v): (a, v) for a in exp["algorithms"] for v in sweep["values"]}
 
 
-def _settings(paper: dict, experiment: dict, key: str) -> list[str]:
-    """The privacy settings (file-name tokens) an algorithm is run at in an experiment."""
-    from .algorithms import get_algorithm
-
-    spec = get_algorithm(registered_name(paper, key))
+def settings(paper: dict, experiment: dict, key: str) -> list[str]:
+    """The privacy settings (file-name tokens) an algorithm key is run at in an experiment."""
+    spec = algorithm_spec(paper, key)
     if not spec.private:
         return ["inf"]
     if not spec.depends_on_epsilon:
         return [f"T{int(t)}" for t in experiment["steps"].get(key, [])]
-    return [format_epsilon(e) for e in experiment["epsilons"]]
+    return [format_epsilon(e) for e in experiment["epsilons_by_algorithm"].get(key, experiment["epsilons"])]
 
 
 def experiment_models(exp: dict, dataset: str) -> list[str]:
@@ -126,20 +285,46 @@ def experiment_models(exp: dict, dataset: str) -> list[str]:
     return exp.get("dataset_models", {}).get(dataset, exp["models"])
 
 
-def cells(paper: dict, experiments=None) -> list[Cell]:
+def jobs(paper: dict, experiments=None) -> list[Job]:
+    """Every job of the named experiments (all when None), in the config's order."""
     out = []
     for name, exp in paper["experiments"].items():
         if experiments is not None and name not in experiments:
             continue
-        keys = list(_sweep_lookup(exp)) or exp["algorithms"]
-        lookup = _sweep_lookup(exp)
+        keys = list(sweep_lookup(exp)) or exp["algorithms"]
         for dataset in exp["datasets"]:
             for model in experiment_models(exp, dataset):
-                for key in keys:
-                    base = lookup[key][0] if lookup else key
-                    for eps in _settings(paper, exp, base):
-                        out.append(Cell(paper["paper"], name, dataset, model, key, eps))
+                out += [Job(paper["paper"], name, dataset, model, key) for key in keys]
     return out
+
+
+def base_key(paper: dict, job: Job | Cell) -> str:
+    """The paper's algorithm key of a job (a sweep key such as dp-agd-splits20 -> dp-agd)."""
+    exp = paper["experiments"][job.experiment]
+    return sweep_lookup(exp).get(job.algorithm, (job.algorithm, None))[0]
+
+
+def job_settings(paper: dict, job: Job) -> list[str]:
+    return settings(paper, paper["experiments"][job.experiment], base_key(paper, job))
+
+
+def cells(paper: dict, experiments=None) -> list[Cell]:
+    return [Cell(*vars(job).values(), setting) for job in jobs(paper, experiments)
+            for setting in job_settings(paper, job)]
+
+
+def find_job(paper: dict, experiment: str, dataset: str, model: str, algorithm: str) -> Job:
+    """The job of these names, or a :class:`ConfigError` saying which name is not in the grid."""
+    exp = paper["experiments"].get(experiment)
+    if exp is None:
+        raise ConfigError(f"paper {paper['paper']!r} has no experiment {experiment!r}; it has "
+                          f"{sorted(paper['experiments'])}")
+    job = Job(paper["paper"], experiment, dataset, model, algorithm)
+    if job not in jobs(paper, [experiment]):
+        raise ConfigError(f"{paper['paper']}/{experiment} has no job for dataset {dataset!r}, model {model!r}, "
+                          f"algorithm {algorithm!r} (datasets {exp['datasets']}, models {exp['models']}, "
+                          f"algorithms {list(sweep_lookup(exp)) or exp['algorithms']})")
+    return job
 
 
 def experiment_profile(paper: dict, experiment: str, algorithm: str) -> str:
@@ -147,30 +332,29 @@ def experiment_profile(paper: dict, experiment: str, algorithm: str) -> str:
     return paper["algorithms"][algorithm].get("profile") or paper["experiments"][experiment]["profile"]
 
 
-def uses_tuning(paper: dict, experiment: str, algorithm: str) -> bool:
-    """Whether a cell's spec depends on the paper's non-private tuning run."""
+# -- specs -------------------------------------------------------------------------------------------
+
+def uses_tuning(paper: dict, experiment: str, algorithm: str) -> dict | None:
+    """What of a cell the paper's non-private tuning run chooses (``{"l2": bool, "hyper":
+    bool}``), or None when it chooses nothing."""
     tuning = paper.get("tuning")
     if not tuning or experiment not in tuning["experiments"]:
-        return False
-    tuned_algorithms = set(tuning.get("l2", {}).get("algorithms", []))
-    tuned_algorithms |= {block["algorithm"] for block in tuning.get("hyper", [])}
-    return algorithm in tuned_algorithms
+        return None
+    l2 = algorithm in tuning.get("l2", {}).get("algorithms", [])
+    hyper = any(block["algorithm"] == algorithm for block in tuning.get("hyper", []))
+    return {"l2": l2, "hyper": hyper} if l2 or hyper else None
 
 
-def base_key(paper: dict, cell: Cell) -> str:
-    """The paper's algorithm key of a cell (a sweep key such as dp-agd-splits20 -> dp-agd)."""
+def job_uses_tuning(paper: dict, job: Job) -> bool:
+    return uses_tuning(paper, job.experiment, base_key(paper, job)) is not None
+
+
+def cell_spec(paper: dict, cell: Cell, seed: int) -> dict:
+    """Everything a job needs to run a cell, as plain JSON-able data. A cell whose values come
+    from the tuning run carries ``tuned`` (what is chosen there) and is completed by
+    :func:`apply_tuning` inside the job, so that the spec itself depends on the config only."""
     exp = paper["experiments"][cell.experiment]
-    return _sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))[0]
-
-
-def cell_uses_tuning(paper: dict, cell: Cell) -> bool:
-    return uses_tuning(paper, cell.experiment, base_key(paper, cell))
-
-
-def cell_spec(paper: dict, cell: Cell, seed: int, tuned: dict | None = None) -> dict:
-    """Everything a run_cell job needs, as plain JSON-able data."""
-    exp = paper["experiments"][cell.experiment]
-    key, swept = _sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))
+    key, swept = sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))
     algo_cfg = copy.deepcopy(paper["algorithms"][key])
     hyper = {k: v for k, v in algo_cfg.items() if k not in RESERVED}
     hyper.update(exp["hyper"].get(key, {}))
@@ -183,23 +367,75 @@ def cell_spec(paper: dict, cell: Cell, seed: int, tuned: dict | None = None) -> 
     model.update(exp["model_overrides"].get(cell.model, {}))
     model.update(algo_cfg.get("model_overrides", {}).get(cell.model, {}))
     model.update(exp["per_dataset"].get(cell.dataset, {}).get("models", {}).get(cell.model, {}))
-    tuning = "private"
-    if uses_tuning(paper, cell.experiment, key):
-        if tuned is None:
-            raise ValueError(f"cell {cell.path} needs the tuning results of paper {cell.paper!r}")
-        chosen = tuned[cell.dataset][cell.model]
-        if key in paper["tuning"].get("l2", {}).get("algorithms", []):
-            model["l2"] = chosen["l2"]
-        hyper.update(chosen.get("hyper", {}).get(key, {}))
-        tuning = "non-private"
-    return {
+    spec = {
         "paper": cell.paper, "experiment": cell.experiment, "dataset": cell.dataset,
         "profile": experiment_profile(paper, cell.experiment, key),
         "model": model, "algorithm": registered_name(paper, key), "cell_algorithm": cell.algorithm,
         "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon, "delta": exp["delta"],
-        "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed), "tuning": tuning,
+        "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed), "tuning": "private",
     }
+    tuned = uses_tuning(paper, cell.experiment, key)
+    if tuned is not None:
+        spec["tuned"] = {**tuned, "key": key}
+    return spec
 
+
+def job_specs(paper: dict, job: Job, seed: int) -> list[dict]:
+    """The specs a job runs: one per target ε (a row) or the non-private cell, or for step-count
+    settings one spec, the longest, whose run also releases the shorter ones (``path``)."""
+    settings_ = job_settings(paper, job)
+    steps = sorted(int(s[1:]) for s in settings_ if s.startswith("T"))
+    if steps:
+        longest = cell_spec(paper, Cell(*vars(job).values(), f"T{steps[-1]}"), seed)
+        return [{**longest, "path": steps[:-1]} if len(steps) > 1 else longest]
+    return [cell_spec(paper, Cell(*vars(job).values(), s), seed) for s in settings_]
+
+
+def apply_tuning(spec: dict, tuned: dict | None) -> dict:
+    """``spec`` with the choices of the tuning run (λ and/or the algorithm's grid point) filled
+    in and marked ``tuning: non-private``; a spec that uses none is returned unchanged."""
+    what = spec.get("tuned")
+    if what is None:
+        return spec
+    if tuned is None:
+        raise ValueError(f"the cell {spec['paper']}/{spec['experiment']}/{spec['dataset']}/"
+                         f"{spec['model']['name']}/{spec['cell_algorithm']} needs the paper's tuning choices")
+    try:
+        chosen = tuned[spec["dataset"]][spec["model"]["name"]]
+    except KeyError:
+        raise ValueError(f"the tuning choices have nothing for dataset {spec['dataset']!r}, model "
+                         f"{spec['model']['name']!r}") from None
+    out = copy.deepcopy(spec)
+    if what["l2"]:
+        out["model"]["l2"] = chosen["l2"]
+    if what["hyper"]:
+        out["hyper"].update(chosen.get("hyper", {}).get(what["key"], {}))
+    out["tuning"] = "non-private"
+    return out
+
+
+def figure_spec(paper: dict, name: str) -> dict:
+    """Everything a declared figure reads from the configuration (its own entry, its
+    experiment's protocol, panels and swept values, the protocols of the experiments it borrows
+    from, the paper's algorithm order for colours, whether it is a quick run)."""
+    fig = copy.deepcopy(paper["figures"][name])
+    exp = paper["experiments"][fig["experiment"]]
+    return {**fig, "figure": name, "protocol": copy.deepcopy(exp["protocol"]),
+            "experiment_models": list(exp["models"]), "experiment_datasets": list(exp["datasets"]),
+            "experiment_algorithms": list(exp["algorithms"]),
+            "sweep_values": {key: value for key, (_, value) in sweep_lookup(exp).items()},
+            "borrowed_protocols": {e: copy.deepcopy(paper["experiments"][e]["protocol"]) for e in fig.get("borrow", {})},
+            "palette": list(paper["algorithms"]), "quick": bool(paper.get("quick"))}
+
+
+def figure_datasets(paper: dict, name: str) -> list[str]:
+    fig = paper["figures"][name]
+    if "panels" in fig:
+        return [p["dataset"] for p in fig["panels"]]
+    return fig.get("datasets", paper["experiments"][fig["experiment"]]["datasets"])
+
+
+# -- certified optima --------------------------------------------------------------------------------
 
 def l2_token(l2: float) -> str:
     return "0" if l2 == 0 else format_epsilon(l2)
@@ -214,7 +450,7 @@ def optimum_path(spec: dict) -> str:
 def solves_optimum(paper: dict, model: str) -> bool:
     """Whether a cell of ``model`` is compared with the certified optima of its splits: convex
     models only, and not in papers that turn optima off (``optimum: {solve: false}``)."""
-    return paper["models"][model]["loss"] != "mlp" and paper.get("optimum", {}).get("solve", True)
+    return paper["models"][model]["loss"] != "mlp" and paper["optimum"]["solve"]
 
 
 def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile: str, l2: float,
@@ -225,10 +461,14 @@ def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile
             "model": {"name": model, **copy.deepcopy(paper["models"][model]),
                       **paper["experiments"][experiment]["model_overrides"].get(model, {}), "l2": float(l2)},
             "protocol": copy.deepcopy(paper["experiments"][experiment]["protocol"]), "seed": int(seed)}
-    if not paper.get("optimum", {}).get("unregularised", True):
+    if not paper["optimum"]["unregularised"]:
         spec["unregularised"] = False
     return spec
 
 
-def dumps(spec: dict) -> str:
+def dumps(spec) -> str:
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def paper_path(paper_dir, name: str) -> Path:
+    return Path(paper_dir, f"{name}.yaml")

@@ -62,6 +62,6 @@ def algorithm_fingerprint(*names: str) -> str:
 
     from .algorithms import get_algorithm
 
-    modules = set().union(*(_algorithm_modules(get_algorithm(n).fit.__module__) for n in names))
+    modules = set().union(*(_algorithm_modules(get_algorithm(n).impl.__module__) for n in names))
     parts = [str(Path(sys.modules[m].__file__).relative_to(PACKAGE).with_suffix("")) for m in sorted(modules)]
     return source_fingerprint(*SHARED_RUN_CODE, *parts)

@@ -11,9 +11,11 @@ is *computed* from a fixed number of steps (SGD-MA), reported in ``epsilon_spent
 ``T<steps>`` cells of one (experiment, dataset, model, algorithm) are run as one *path*: the
 longest cell's fits, each also releasing its iterate after the shorter step counts (the first t
 steps of that run are a t-step run; see :func:`run_cell`), so the grid costs its longest run.
-The numeric-ε cells of one (experiment, dataset, model, algorithm) are run as one *row*
-(:func:`run_cells`): one process, one load of the data, the training folds cut once; each cell's
-fits are those it has alone (DP-AGD fits a row's ε together, each from its own seed).
+The numeric-ε cells of one (experiment, dataset, model, algorithm) are run as one *row*. A path,
+a row or a lone non-private cell is one *job* (:func:`run_job`): one process, one load of the
+data, the training folds cut once; each cell's fits are those it has alone (DP-AGD fits a row's
+ε together, each from its own seed). Every record also carries the fit's hyper-parameters and
+the algorithm's ``extra`` as JSON (:mod:`dperm.records`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ RECORD_COLUMNS = [
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
     "accuracy", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
     "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "notes",
-    "dperm_version",
+    "hyper", "extra", "dperm_version",
 ]
+
 _STEPS = re.compile(r"^T([1-9][0-9]*)$")
 
 
@@ -161,8 +164,11 @@ def _metrics(loss, result, train, X_test, y_test):
     return accuracy, objective, _per_draw(train.value(W), draws)
 
 
-def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p) -> list[dict]:
-    """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``)."""
+def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper) -> list[dict]:
+    """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``,
+    with hyper-parameters ``hyper``)."""
+    from .records import record_json
+
     accuracy, objective, regularised, opt_gap, excess = metrics
     per_draw = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
     eps_spent = _per_draw(result.epsilon_spent, result.draws)
@@ -179,13 +185,13 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
         "dp_as_implemented": algo.dp_as_implemented, "notes": "; ".join(result.notes),
-        "dperm_version": __version__,
+        "hyper": hyper, "extra": record_json(result.extra, d, result.draws), "dperm_version": __version__,
     } for d in range(result.draws)]
 
 
 def _train_problem(full, split: Split, folds: dict | None, key):
     """``full`` on the split's training rows; with ``folds`` (a cache shared by the cells of one
-    row), the rows of X are cut once per split and kept read-only, so that a fit cannot change
+    job), the rows of X are cut once per split and kept read-only, so that a fit cannot change
     the data the next cell sees, and what is derived from them (the sparse copy of X,
     :attr:`Problem.shared`) is made once."""
     from .problem import Problem
@@ -200,10 +206,11 @@ def _train_problem(full, split: Split, folds: dict | None, key):
     return Problem(X, full.y[split.train], full.loss, full.l2, norms, shared)
 
 
-def run_cells(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
-              log=None) -> pd.DataFrame:
-    """The cells of one row (e.g. every ε of one experiment, dataset, model and algorithm) on
-    the same prepared arrays, their records concatenated in ``specs`` order.
+def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
+            log=None) -> pd.DataFrame:
+    """The cells of one job (every ε of one experiment, dataset, model and algorithm; or the
+    step counts of a path, one spec with ``path``; or a lone cell) on the same prepared arrays,
+    their records concatenated in ``specs`` order.
 
     Splits depend on the experiment and dataset only (:func:`split_seed`) and fit seeds on the
     cell's own names, so each cell's fits are those of :func:`run_cell` on it alone. The cells
@@ -213,7 +220,7 @@ def run_cells(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = Non
     rounds a row of a product independently of the rows beside it, the same numbers; their
     ``fit_seconds`` is the shared time divided evenly among them."""
     if not specs:
-        raise ValueError("a row needs at least one cell spec")
+        raise ValueError("a job needs at least one cell spec")
     folds: dict = {}
     together: dict = {}  # spec without its ε -> indices of the cells that can share fits
     for i, spec in enumerate(specs):
@@ -236,7 +243,7 @@ def _shared_key(spec: dict):
     from .algorithms import get_algorithm
 
     target, steps = parse_setting(spec["epsilon"])
-    if (get_algorithm(spec["algorithm"]).fit_settings is None or spec.get("path") or steps is not None
+    if (not get_algorithm(spec["algorithm"]).shares_settings or spec.get("path") or steps is not None
             or not math.isfinite(target)):
         return None
     return repr(sorted((k, repr(v)) for k, v in spec.items() if k != "epsilon"))
@@ -274,14 +281,25 @@ class _Cell:
             return accuracy, objective, regularised, objective - row["L_star"], regularised - row["F_star"]
 
         records = _records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
-                           elapsed, metrics(result), self.full.p)
+                           elapsed, metrics(result), self.full.p, self.recorded_hyper())
         missing = sorted(set(self.path) - set(result.path))
         if missing:
             raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
         for t in self.path:  # the same run after t steps: its own cell (setting T<t>)
             records += _records(spec, algo, self.privacy, f"T{t}", result.path[t], split, seed, elapsed,
-                                metrics(result.path[t]), self.full.p)
+                                metrics(result.path[t]), self.full.p, self.recorded_hyper(t))
         return records
+
+    def recorded_hyper(self, steps: int | None = None) -> str:
+        """The ``hyper`` column: every hyper-parameter the fit ran with (defaults filled in), a
+        path release's own step count, not the snapshots the protocol asks for."""
+        from .records import record_json
+
+        values = self.algo.hyper({k: v for k, v in self.hyper.items() if k != "snapshots"})
+        values.pop("snapshots", None)
+        if steps is not None:
+            values["steps"] = steps
+        return record_json(values)
 
 
 def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None) -> _Cell:
@@ -324,7 +342,7 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     t steps of the run, accounted for t steps), recorded with setting ``T<t>`` and the fit's seed.
     The ``T<steps>`` records are the same as without a path.
 
-    ``folds`` (from :func:`run_cells`) caches the training folds' rows across the cells of a row.
+    ``folds`` (from :func:`run_job`) caches the training folds' rows across the cells of a job.
     """
     cell = _prepare(spec, arrays, optima)
     records = []

@@ -1,17 +1,20 @@
-"""Non-private hyper-parameter selection (spec decision Q3; Lee & Kifer 2018 §6 "fine-tuned λ
-... with grid search", OutPert's "heavily tuned" T and step size).
+"""Non-private hyper-parameter selection (docs/deviations.md#non-private-tuning; Lee & Kifer
+2018 §6 "fine-tuned λ ... with grid search", OutPert's "heavily tuned" T and step size).
 
 This is *not* private: it looks at the data (CV accuracy) to choose hyper-parameters and pays no
-privacy for it (spec P10). The paper did the same; we do it in one documented, separate step whose
-choices are written to ``results/tuning/<paper>.json`` and whose every grid point is kept in
-``results/tuning/<paper>.csv``. Every cell that uses a choice is marked ``tuning: non-private``.
+privacy for it (docs/privacy.md#data-dependent-choices). The paper did the same; we do it in one
+documented, separate step per dataset whose choices are written to
+``results/tuning/<paper>/<dataset>.json`` and whose every grid point is kept in the ``.csv``
+beside it. Every cell that uses a choice is marked ``tuning: non-private``.
 
 * λ (per dataset × model): the grid value with the best mean CV accuracy of NonPrivate (L-BFGS);
   ties go to the larger λ (the smoother problem).
 * an algorithm's grid (per dataset × model): the grid point with the best mean CV accuracy of
   that private algorithm over the block's ε values; ties go to the first point in grid order.
 
-Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits.
+Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits. A tuning job
+receives :func:`tuning_spec`, the part of the paper config it reads, so that it reruns exactly
+when one of those values changes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ import pandas as pd
 
 from .experiments import experiment_models, experiment_profile, registered_name
 from .protocol import format_epsilon, run_cell
+
+
+def tuning_spec(paper: dict, dataset: str) -> dict:
+    """The part of a paper config the tuning of ``dataset`` reads: the tuning section, the tuned
+    experiments, the models and the algorithms (a paper-shaped dict :func:`tune` accepts)."""
+    tuning = paper["tuning"]
+    read = ("datasets", "models", "dataset_models", "algorithms", "delta", "profile", "model_overrides")
+    experiments = {name: {k: copy.deepcopy(v) for k, v in paper["experiments"][name].items() if k in read}
+                   for name in tuning["experiments"]}
+    return {"paper": paper["paper"], "tuning": copy.deepcopy(tuning), "models": copy.deepcopy(paper["models"]),
+            "algorithms": copy.deepcopy(paper["algorithms"]), "dataset": dataset, "experiments": experiments}
 
 
 def tuned_algorithms(paper: dict) -> list[str]:

@@ -1,12 +1,10 @@
-# Validation, wildcard constraints and path helpers. No rules here.
+# Validation, wildcard constraints and path helpers. No rules here, and no paper named: a paper's
+# knowledge lives in its package (src/dperm/papers/<paper>/) and rule file (rules/papers/).
 import json
 import os
 import re
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-
-from snakemake.utils import validate
 
 # The workflow runs this checkout's code (src/), whatever dperm an environment may have
 # installed: at parse time through sys.path, in jobs through PYTHONPATH.
@@ -14,26 +12,45 @@ SRC = str(Path(workflow.basedir, "src").resolve())
 sys.path.insert(0, SRC)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])))
 
-from dperm import experiments
-from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
+from snakemake.exceptions import WorkflowError
+
+from dperm import experiments, papers
+from dperm.config import ConfigError, validate as validate_config
 from dperm.datasets import registry
-from dperm.datasets.fetch import resolve_mirror
+from dperm.datasets.fetch import FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
+from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
+from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_spec
 
 
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+def _config_sources():
+    files = [str(f) for f in getattr(workflow, "configfiles", [])] or ["config/config.yaml"]
+    return " + ".join(files) + " (and any --config values)"
+
+
+try:
+    validate_config(config, "config", _config_sources())
+    MIRROR = resolve_mirror(config["data"]["mirror"])
+except (ConfigError, FetchError) as err:
+    raise WorkflowError(str(err)) from None
+DOWNLOAD = config["data"]["download"]
+# How data are fetched (where from, the download policy, the timeout) changes no result: the
+# data commands read it from the environment, so that it is no rule parameter and changing it
+# reruns nothing (the fetched files are verified against their content hashes either way).
+os.environ.update(DPERM_DOWNLOAD=DOWNLOAD, DPERM_TIMEOUT=str(config["data"]["timeout"]))
+if MIRROR is not None:
+    os.environ["DPERM_DATA_MIRROR"] = str(MIRROR)
+
+# A quick run writes every result, figure and log under quick/ (prepared data are shared).
+OUT = "quick/" if config["quick"] else ""
 
 # Rules rerun when the dperm code they run changes (a params value, see dperm.fingerprint).
 CODE = {
-    "data": source_fingerprint("datasets", "files"),
+    "fetch": source_fingerprint("datasets/fetch", "datasets/registry", "datasets/ucimlrepo", "files"),
+    "prepare": source_fingerprint("datasets", "files"),
     "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers"),
-    "tables": source_fingerprint("tables"),
-    "figures": source_fingerprint("figures", "experiments"),
-    "papers": source_fingerprint("papers", "losses"),
+    "report": source_fingerprint("report", "records"),
 }
-
-MIRROR = resolve_mirror(config["data"]["mirror"])
-DOWNLOAD = config["data"]["download"]
 
 
 def _availability(key):
@@ -47,20 +64,30 @@ for key in config["datasets"]:
         logger.warning(f"dperm: skipping dataset {key!r} in the default target: {UNAVAILABLE[key]}")
 
 
-PAPERS = {
-    name: experiments.load_paper(Path(config["paper_dir"], f"{name}.yaml"))
-    for name in config["papers"]
-}
-for _name, _paper in PAPERS.items():
-    if _paper["paper"] != _name:
-        raise ValueError(f"{config['paper_dir']}/{_name}.yaml declares paper {_paper['paper']!r}")
-    for _exp_name, _exp in _paper["experiments"].items():
-        for _alg in _exp["algorithms"]:
-            _prof = experiments.experiment_profile(_paper, _exp_name, _alg)
-            if _prof not in config["profiles"]:
-                raise ValueError(f"paper {_name!r}: profile {_prof!r} is not in config 'profiles' "
-                                 f"(defined: {sorted(config['profiles'])})")
+def _load_papers():
+    known = papers.names()
+    unknown = [name for name in config["papers"] if name not in known]
+    if unknown:
+        raise WorkflowError(f"{_config_sources()}: papers: {unknown} have no plugin (src/dperm/papers/<paper>/); "
+                            f"known papers: {known}")
+    loaded = {}
+    for name in config["papers"]:
+        path = experiments.paper_path(config["paper_dir"], name)
+        rules_file = Path(workflow.basedir, "workflow", "rules", "papers", f"{name}.smk")
+        if not rules_file.is_file():
+            raise WorkflowError(f"paper {name!r} has no rule file {rules_file}")
+        try:
+            paper = experiments.load_paper(path, quick=config["quick"])
+            if paper["paper"] != name:
+                raise ConfigError(f"{path}: declares paper {paper['paper']!r}; the file must be named after it")
+            experiments.check_profiles(paper, config["profiles"], str(path))
+        except ConfigError as err:
+            raise WorkflowError(str(err)) from None
+        loaded[name] = paper
+    return loaded
 
+
+PAPERS = _load_papers()
 
 # A target ε (a cell file's eps<...> token; inf and T<steps> are the other privacy settings).
 NUMERIC_EPSILON = "[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?"
@@ -78,7 +105,10 @@ wildcard_constraints:
     model="[a-z0-9][a-z0-9.-]*",
     algorithm="[a-z0-9][a-z0-9.-]*",
     epsilon=f"inf|T[0-9]+|{NUMERIC_EPSILON}",
-    l2="0|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
+    l2="0|" + NUMERIC_EPSILON,
+
+
+# -- data ------------------------------------------------------------------------------------------
 
 
 def dataset_available(key):
@@ -100,149 +130,67 @@ def configured_available_datasets():
     return [k for k in config["datasets"] if dataset_available(k)]
 
 
-def cell_of(wildcards):
-    return experiments.Cell(
-        wildcards.paper,
-        wildcards.experiment,
-        wildcards.dataset,
-        wildcards.model,
-        wildcards.algorithm,
-        wildcards.epsilon,
-    )
+def unavailable_json(datasets):
+    """Datasets that cannot be had, for a figure's 'data unavailable' panels (no mirror path or
+    policy in the text: where data are looked for must not rerun a figure)."""
+    return {d: "data unavailable offline" for d in datasets if d in UNAVAILABLE}
 
 
-def paper_file(paper):
-    return str(Path(config["paper_dir"], f"{paper}.yaml"))
+# -- jobs and cells --------------------------------------------------------------------------------
 
 
-def tuned_values(input):
-    """Tuning choices from a job's ``tuning`` input (None for cells that use none)."""
-    return json.loads(Path(input.tuning).read_text()) if hasattr(input, "tuning") else None
+def paper_of(wildcards):
+    return PAPERS[wildcards.paper]
 
 
-def cell_spec(wildcards, tuned=None):
-    return experiments.cell_spec(PAPERS[wildcards.paper], cell_of(wildcards), config["seed"], tuned)
+def job_of(wildcards):
+    """The job of a job file's (or a cell file's) wildcards; a name not in the grid is an error
+    at DAG-build time, naming what the grid has."""
+    try:
+        return experiments.find_job(
+            paper_of(wildcards), wildcards.experiment, wildcards.dataset, wildcards.model, wildcards.algorithm
+        )
+    except ConfigError as err:
+        raise WorkflowError(str(err)) from None
 
 
-def cell_code(wildcards):
-    """Fingerprint of the code a cell runs (its algorithm's module and the shared core)."""
-    paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
-    return algorithm_fingerprint(experiments.registered_name(paper, experiments.base_key(paper, cell)))
+def job_specs(wildcards):
+    """The job's cell specs as JSON: a function of the configuration only (never of ``input``,
+    which Snakemake leaves out of its rerun check), so every value that fixes a result reruns it."""
+    job = job_of(wildcards)
+    return experiments.dumps(experiments.job_specs(paper_of(wildcards), job, config["seed"]))
 
 
-def tuning_code(wildcards):
-    from dperm.tuning import tuned_algorithms
-
-    algorithms = algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
-    return algorithms + source_fingerprint("tuning")
-
-
-def cell_spec_param(wildcards, input):
-    """The cell spec as JSON; a placeholder while the tune checkpoint has not run yet (Snakemake
-    re-evaluates the job, and this param, once the checkpoint's output exists)."""
-    tuned = tuned_values(input)
-    if tuned is None and experiments.cell_uses_tuning(PAPERS[wildcards.paper], cell_of(wildcards)):
-        return "pending: waits for the tune checkpoint"
-    return experiments.dumps(cell_spec(wildcards, tuned))
+def job_code(wildcards):
+    """Fingerprint of the code a job runs (its algorithm's modules and the shared core)."""
+    job = job_of(wildcards)
+    paper = paper_of(wildcards)
+    return algorithm_fingerprint(experiments.registered_name(paper, experiments.base_key(paper, job)))
 
 
-def cell_inputs(wildcards):
-    """A cell's prepared data, its tuning choices (if it uses any; the tune checkpoint must run
-    first) and, for convex models of papers that solve them, the optima of its splits at its λ."""
-    paper, cell = PAPERS[wildcards.paper], cell_of(wildcards)
-    inputs, tuned = {}, None
-    if experiments.cell_uses_tuning(paper, cell):
-        inputs["tuning"] = checkpoints.tune.get(
-            paper=wildcards.paper, dataset=wildcards.dataset
-        ).output.json
+def tuning_choices(wildcards):
+    """The tuning checkpoint's choices for a job's dataset (the checkpoint runs first)."""
+    return checkpoints.tune.get(paper=wildcards.paper, dataset=wildcards.dataset).output.json
+
+
+def job_inputs(wildcards):
+    """A job's prepared data, its tuning choices (if it uses any) and, for convex models of
+    papers that solve them, the optima of its splits at its (possibly tuned) λ."""
+    paper, job = paper_of(wildcards), job_of(wildcards)
+    spec = experiments.job_specs(paper, job, config["seed"])[0]
+    inputs, tuned = {"data": prepared(spec["dataset"], spec["profile"])}, None
+    if experiments.job_uses_tuning(paper, job):
+        inputs["tuning"] = tuning_choices(wildcards)
         tuned = json.loads(Path(inputs["tuning"]).read_text())
-    spec = experiments.cell_spec(paper, cell, config["seed"], tuned)
-    inputs["data"] = prepared(spec["dataset"], spec["profile"])
     if experiments.solves_optimum(paper, wildcards.model):
-        inputs["optimum"] = experiments.optimum_path(spec)
+        inputs["optimum"] = OUT + experiments.optimum_path(experiments.apply_tuning(spec, tuned))
     return inputs
 
 
-# Algorithms whose privacy setting is a step count (T<steps>, e.g. SGD-MA): every step count of
-# an experiment comes from one run (snapshots along the path of the longest; dperm.protocol).
-PATH_ALGORITHMS = sorted(
-    {key for paper in PAPERS.values() for exp in paper["experiments"].values() for key in exp["steps"]}
-)
-
-
-def path_grid(wildcards):
-    """A path's step counts, ascending (the experiment's ``steps`` for its algorithm)."""
-    steps = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]["steps"][wildcards.algorithm]
-    return sorted({int(t) for t in steps})
-
-
-def path_cell_wildcards(wildcards):
-    """The wildcards of a path's longest cell (its spec, inputs and seed are that cell's)."""
-    return SimpleNamespace(
-        paper=wildcards.paper,
-        experiment=wildcards.experiment,
-        dataset=wildcards.dataset,
-        model=wildcards.model,
-        algorithm=wildcards.algorithm,
-        epsilon=f"T{path_grid(wildcards)[-1]}",
-    )
-
-
-def path_inputs(wildcards):
-    return cell_inputs(path_cell_wildcards(wildcards))
-
-
-def path_spec_param(wildcards, input):
-    """The longest cell's spec plus the shorter step counts to release along its run."""
-    longest = path_cell_wildcards(wildcards)
-    text = cell_spec_param(longest, input)
-    if text.startswith("pending"):
-        return text
-    return experiments.dumps({**json.loads(text), "path": path_grid(wildcards)[:-1]})
-
-
-def path_code(wildcards):
-    return cell_code(path_cell_wildcards(wildcards))
-
-
-def row_cells(wildcards):
-    """The numeric-ε cells of a row (one experiment, dataset, model and algorithm), as wildcards,
-    in the experiment's ε order."""
-    paper = PAPERS[wildcards.paper]
-    if wildcards.experiment not in paper["experiments"]:
-        raise ValueError(f"paper {wildcards.paper!r} has no experiment {wildcards.experiment!r}; "
-                         f"it has {sorted(paper['experiments'])}")
-    row = (wildcards.dataset, wildcards.model, wildcards.algorithm)
-    found = [
-        SimpleNamespace(**vars(c))
-        for c in experiments.cells(paper, [wildcards.experiment])
-        if (c.dataset, c.model, c.algorithm) == row and re.fullmatch(NUMERIC_EPSILON, c.epsilon)
-    ]
-    if not found:
-        raise ValueError(f"{wildcards.paper}/{wildcards.experiment} has no numeric-epsilon cells for "
-                         f"dataset {row[0]!r}, model {row[1]!r}, algorithm {row[2]!r}")
-    return found
-
-
-def row_inputs(wildcards):
-    """The inputs of a row's cells, which are one set (same data, tuning and optima)."""
-    first, *rest = (cell_inputs(c) for c in row_cells(wildcards))
-    for other in rest:
-        if other != first:
-            raise ValueError(f"the cells of row {wildcards} need different inputs: {first} vs {other}")
-    return first
-
-
-def row_spec_param(wildcards, input):
-    """The row's cell specs as one JSON list (a placeholder while the tune checkpoint is pending)."""
-    texts = [cell_spec_param(c, input) for c in row_cells(wildcards)]
-    if any(t.startswith("pending") for t in texts):
-        return "pending: waits for the tune checkpoint"
-    return experiments.dumps([json.loads(t) for t in texts])
-
-
-def row_code(wildcards):
-    return cell_code(row_cells(wildcards)[0])
+def option(name):
+    """``--<name> <input file>`` when the job has that input, else nothing (a param derived from
+    ``input``: the file itself is what the rerun check follows)."""
+    return lambda wildcards, input: f"--{name} {getattr(input, name)}" if hasattr(input, name) else ""
 
 
 def data_param(wildcards, input):
@@ -251,8 +199,33 @@ def data_param(wildcards, input):
     return input.data if hasattr(input, "data") else "<pending>"
 
 
-def optimum_option(wildcards, input):
-    return f"--optimum {input.optimum}" if hasattr(input, "optimum") else ""
+def job_priority(wildcards):
+    exp = paper_of(wildcards)["experiments"][wildcards.experiment]
+    return exp["priority"].get(wildcards.dataset, 0)
+
+
+def cell_job(wildcards):
+    """The job file a cell is cut from; a privacy setting outside the grid is an error now, not
+    after the job has run."""
+    job = job_of(wildcards)
+    settings = experiments.job_settings(paper_of(wildcards), job)
+    if wildcards.epsilon not in settings:
+        raise WorkflowError(
+            f"{OUT}{job.cell_dir}/eps{wildcards.epsilon}.csv is not a cell of the grid: "
+            f"{job.paper}/{job.experiment} runs {job.algorithm} on {job.dataset}/{job.model} at {settings} "
+            f"(config/papers/{job.paper}.yaml)"
+        )
+    return OUT + job.path
+
+
+def experiment_cells(paper, experiment):
+    """Cell files of an experiment, for the datasets that can be had."""
+    return [
+        OUT + c.path for c in experiments.cells(PAPERS[paper], [experiment]) if dataset_available(c.dataset)
+    ]
+
+
+# -- optima and tuning -----------------------------------------------------------------------------
 
 
 def optimum_spec_json(wildcards):
@@ -270,8 +243,6 @@ def optimum_spec_json(wildcards):
 
 def tuning_data(wildcards):
     """Prepared files the tuning grid of one dataset of a paper runs on."""
-    from dperm.tuning import needed_profiles, tuning_jobs
-
     paper = PAPERS[wildcards.paper]
     return sorted(
         {
@@ -283,55 +254,63 @@ def tuning_data(wildcards):
     )
 
 
-def experiment_cells(paper, experiment):
-    """Run files of an experiment, for the datasets that can be had."""
-    return [
-        c.path
-        for c in experiments.cells(PAPERS[paper], [experiment])
-        if dataset_available(c.dataset)
-    ]
+def tuning_spec_json(wildcards):
+    return experiments.dumps(tuning_spec(PAPERS[wildcards.paper], wildcards.dataset))
 
 
-def paper_tables(paper):
-    return [
-        f"results/tables/{paper}/{name}.{ext}"
-        for name in PAPERS[paper]["experiments"]
-        for ext in ("csv", "md")
-    ]
+def tuning_code(wildcards):
+    algorithms = algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
+    return algorithms + source_fingerprint("tuning")
 
 
-def paper_figures(paper):
-    return [
-        f"figures/{paper}/{name}.{ext}"
-        for name in PAPERS[paper]["figures"]
-        for ext in ("png", "pdf")
-    ]
+# -- summaries, figures and targets ----------------------------------------------------------------
+
+
+def summary(paper, experiment, ext="csv"):
+    return f"{OUT}results/summaries/{paper}/{experiment}.{ext}"
+
+
+def summary_spec(wildcards):
+    exp = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]
+    return json.dumps({"title": exp.get("title", wildcards.experiment), "quick": config["quick"]})
+
+
+def figure_summaries(wildcards):
+    """Summaries a figure draws from: its experiment's and those it borrows curves from."""
+    spec = PAPERS[wildcards.paper]["figures"][wildcards.figure]
+    return [summary(wildcards.paper, e) for e in (spec["experiment"], *spec.get("borrow", {}))]
+
+
+def figure_spec_json(wildcards):
+    paper = PAPERS[wildcards.paper]
+    spec = experiments.figure_spec(paper, wildcards.figure)
+    spec["unavailable"] = unavailable_json(experiments.figure_datasets(paper, wildcards.figure))
+    return experiments.dumps(spec)
+
+
+def target_experiments(paper):
+    return [name for name, exp in PAPERS[paper]["experiments"].items() if exp["default_target"]]
 
 
 def paper_outputs(paper):
-    return paper_tables(paper) + paper_figures(paper)
+    """The generic outputs of a paper: the summary of every experiment of its target and every
+    figure its config declares (a paper's rule file adds its own tables and figures)."""
+    if paper not in PAPERS:
+        return []
+    summaries = [summary(paper, e, ext) for e in target_experiments(paper) for ext in ("csv", "md")]
+    figures = [f"{OUT}figures/{paper}/{name}.{ext}" for name in PAPERS[paper]["figures"] for ext in ("png", "pdf")]
+    return summaries + figures
 
 
-def figure_tables(paper, figure):
-    """Summary tables a figure draws from: its experiment's and those it borrows curves from."""
-    spec = PAPERS[paper]["figures"][figure]
-    return [f"results/tables/{paper}/{e}.csv" for e in (spec["experiment"], *spec.get("borrow", {}))]
+def quick_flag():
+    return "--quick" if config["quick"] else ""
 
 
-def figure_datasets(paper, figure):
-    spec = PAPERS[paper]["figures"][figure]
-    if "panels" in spec:
-        return [p["dataset"] for p in spec["panels"]]
-    return spec.get("datasets", PAPERS[paper]["experiments"][spec["experiment"]]["datasets"])
-
-
-def unavailable_json(datasets):
-    return json.dumps({d: UNAVAILABLE[d] for d in datasets if d in UNAVAILABLE}, sort_keys=True)
+def paper_caption(paper, name):
+    """A report caption a paper ships in its package (src/dperm/papers/<paper>/captions/)."""
+    return str(Path(SRC, "dperm", "papers", paper, "captions", f"{name}.rst"))
 
 
 def default_targets():
-    datasets = [prepared(k) for k in configured_available_datasets()] + [
-        "results/tables/datasets.csv",
-        "results/tables/datasets.md",
-    ]
-    return datasets + [t for paper in PAPERS for t in paper_outputs(paper)]
+    datasets = [prepared(k) for k in configured_available_datasets()]
+    return datasets + [f"{OUT}results/tables/datasets.csv", f"{OUT}results/tables/datasets.md"]

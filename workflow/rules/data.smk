@@ -5,17 +5,13 @@ rule fetch_raw:
     output:
         "resources/raw/{dataset}/fetch.json",
     params:
-        mirror=f"--mirror {MIRROR}" if MIRROR else "",
-        download=DOWNLOAD,
-        timeout=config["data"]["timeout"],
-        code=CODE["data"],
+        code=CODE["fetch"],
     log:
         "logs/fetch_raw/{dataset}.log",
     conda:
         "../envs/dperm.yaml"
     shell:
-        "python -m dperm fetch {wildcards.dataset} --out {output} {params.mirror}"
-        " --download {params.download} --timeout {params.timeout} > {log} 2>&1"
+        "python -m dperm fetch {wildcards.dataset} --out {output} > {log} 2>&1"
 
 
 rule prepare:
@@ -28,7 +24,7 @@ rule prepare:
         options=lambda wildcards: json.dumps(
             profile_options(wildcards.dataset, wildcards.profile), sort_keys=True
         ),
-        code=CODE["data"],
+        code=CODE["prepare"],
     log:
         "logs/prepare/{dataset}/{profile}.log",
     threads: 1
@@ -46,18 +42,18 @@ rule dataset_table:
         ],
     output:
         csv=report(
-            "results/tables/datasets.csv",
+            f"{OUT}results/tables/datasets.csv",
             caption="../report/datasets.rst",
             category="Datasets",
         ),
-        md="results/tables/datasets.md",
+        md=f"{OUT}results/tables/datasets.md",
     params:
         unavailable=json.dumps(
             {k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}
         ),
-        code=CODE["data"],
+        code=CODE["prepare"] + source_fingerprint("papers"),
     log:
-        "logs/dataset_table.log",
+        f"{OUT}logs/dataset_table.log",
     conda:
         "../envs/dperm.yaml"
     shell:

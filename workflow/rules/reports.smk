@@ -1,65 +1,53 @@
-# Tables, figures and the per-paper targets.
+# Experiment summaries and the figures a paper's config declares (generic: no paper named).
 
 
-rule summary_table:
+rule summarise:
     input:
         lambda wildcards: experiment_cells(wildcards.paper, wildcards.experiment),
     output:
         csv=report(
-            "results/tables/{paper}/{experiment}.csv",
+            f"{OUT}results/summaries/{{paper}}/{{experiment}}.csv",
             caption="../report/summary_table.rst",
             category="{paper}",
-            subcategory="tables",
+            subcategory="summaries",
         ),
-        md="results/tables/{paper}/{experiment}.md",
+        md=f"{OUT}results/summaries/{{paper}}/{{experiment}}.md",
     params:
-        title=lambda wildcards: PAPERS[wildcards.paper]["experiments"][wildcards.experiment].get(
-            "title", wildcards.experiment
-        ),
-        code=CODE["tables"],
+        spec=summary_spec,
+        title=lambda wildcards: json.loads(summary_spec(wildcards))["title"],
+        quick=quick_flag(),
+        code=CODE["report"],
     log:
-        "logs/tables/{paper}/{experiment}.log",
+        f"{OUT}logs/summaries/{{paper}}/{{experiment}}.log",
     conda:
         "../envs/dperm.yaml"
     shell:
         "python -m dperm summarise {input} --csv {output.csv} --md {output.md}"
-        " --title {params.title:q} > {log} 2>&1"
+        " --title {params.title:q} {params.quick} > {log} 2>&1"
 
 
 rule figure:
     input:
-        lambda wildcards: figure_tables(wildcards.paper, wildcards.figure),
+        figure_summaries,
     output:
         png=report(
-            "figures/{paper}/{figure}.png",
+            f"{OUT}figures/{{paper}}/{{figure}}.png",
             caption="../report/figure.rst",
             category="{paper}",
             subcategory="figures",
         ),
-        pdf="figures/{paper}/{figure}.pdf",
-    # Only the figures a paper declares under `figures:`; the papers' own figure rules (e.g.
-    # zhang2017's error figure) are not candidates, so their names never reach the lookup below.
+        pdf=f"{OUT}figures/{{paper}}/{{figure}}.pdf",
+    # Only the figures a paper declares under `figures:`; figures a paper draws with its own rules
+    # are not candidates, so their names never reach the lookup below.
     wildcard_constraints:
-        figure=_alternatives({name for paper in PAPERS.values() for name in paper.get("figures", {})})
-        or "(?!)",
+        figure=_alternatives({name for paper in PAPERS.values() for name in paper["figures"]}) or "(?!)",
     params:
-        paper=lambda wildcards: paper_file(wildcards.paper),
-        spec=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper]["figures"][wildcards.figure]),
-        unavailable=lambda wildcards: unavailable_json(
-            figure_datasets(wildcards.paper, wildcards.figure)
-        ),
-        code=CODE["figures"],
+        spec=figure_spec_json,
+        code=CODE["report"],
     log:
-        "logs/figures/{paper}/{figure}.log",
+        f"{OUT}logs/figures/{{paper}}/{{figure}}.log",
     conda:
         "../envs/dperm.yaml"
     shell:
-        "python -m dperm figure --paper {params.paper} --figure {wildcards.figure}"
-        " --summary {input} --unavailable {params.unavailable:q}"
+        "python -m dperm figure --spec {params.spec:q} --summary {input}"
         " --png {output.png} --pdf {output.pdf} > {log} 2>&1"
-
-
-rule demo:
-    """The walking skeleton: DP-SGD, NonPrivate and Majority on one small dataset."""
-    input:
-        paper_outputs("demo") if "demo" in PAPERS else [],

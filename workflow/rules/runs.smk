@@ -1,4 +1,5 @@
-# Table cells and the certified optima they are measured against.
+# Jobs (the cells that share work, run in one process), the cell files cut from them, the
+# certified optima they are measured against and the non-private tuning they may use.
 
 
 checkpoint tune:
@@ -7,27 +8,26 @@ checkpoint tune:
     input:
         tuning_data,
     output:
-        json="results/tuning/{paper}/{dataset}.json",
+        json=f"{OUT}results/tuning/{{paper}}/{{dataset}}.json",
         csv=report(
-            "results/tuning/{paper}/{dataset}.csv",
+            f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
             caption="../report/tuning.rst",
             category="{paper}",
             subcategory="tuning (non-private)",
         ),
     params:
-        paper=lambda wildcards: paper_file(wildcards.paper),
-        grid=lambda wildcards: experiments.dumps(PAPERS[wildcards.paper].get("tuning", {})),
+        spec=tuning_spec_json,
         seed=config["seed"],
         code=tuning_code,
     log:
-        "logs/tune/{paper}/{dataset}.log",
+        f"{OUT}logs/tune/{{paper}}/{{dataset}}.log",
     benchmark:
-        "benchmarks/out/tune/{paper}/{dataset}.tsv"
+        f"{OUT}benchmarks/out/tune/{{paper}}/{{dataset}}.tsv"
     threads: 1
     conda:
         "../envs/dperm.yaml"
     shell:
-        "python -m dperm --threads {threads} tune --paper {params.paper} --seed {params.seed}"
+        "python -m dperm --threads {threads} tune --spec {params.spec:q} --seed {params.seed}"
         " --data {input} --json {output.json} --csv {output.csv} > {log} 2>&1"
 
 
@@ -35,14 +35,14 @@ rule optimum:
     input:
         data="resources/prepared/{dataset}/{profile}.npz",
     output:
-        "results/optima/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.csv",
+        f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.csv",
     params:
         spec=optimum_spec_json,
         code=CODE["optimum"],
     log:
-        "logs/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.log",
+        f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.log",
     benchmark:
-        "benchmarks/out/optimum/{paper}/{experiment}/{dataset}/{model}/{profile}/l2-{l2}.tsv"
+        f"{OUT}benchmarks/out/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.tsv"
     threads: 1
     conda:
         "../envs/dperm.yaml"
@@ -51,118 +51,46 @@ rule optimum:
         " --data {input.data} --out {output} > {log} 2>&1"
 
 
-rule run_cell:
+rule run_job:
+    """The cells of one (experiment, dataset, model, algorithm) in one process: every target ε
+    of a row (DP-AGD fits them together), every step count of a path (one run, released along
+    the way), or a lone non-private cell (dperm.protocol.run_job)."""
     input:
-        unpack(cell_inputs),
+        unpack(job_inputs),
     output:
-        "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
+        f"{OUT}results/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.csv",
     params:
-        spec=cell_spec_param,
+        specs=job_specs,
         data=data_param,
-        optimum=optimum_option,
-        code=cell_code,
+        tuning=option("tuning"),
+        optimum=option("optimum"),
+        code=job_code,
     log:
-        "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
+        f"{OUT}logs/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.log",
     benchmark:
-        "benchmarks/out/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.tsv"
+        f"{OUT}benchmarks/out/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.tsv"
+    priority: job_priority
     threads: 1
     conda:
         "../envs/dperm.yaml"
     shell:
-        "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
-        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
-
-
-rule run_path:
-    """Every step count of a T<steps> algorithm in one run: the longest cell's fits, releasing
-    their iterates at the shorter step counts too (dperm.protocol.run_cell, spec "path")."""
-    input:
-        unpack(path_inputs),
-    output:
-        "results/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
-    params:
-        spec=path_spec_param,
-        data=data_param,
-        optimum=optimum_option,
-        code=path_code,
-    wildcard_constraints:
-        algorithm=_alternatives(PATH_ALGORITHMS) or "(?!)",
-    log:
-        "logs/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.log",
-    benchmark:
-        "benchmarks/out/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.tsv"
-    threads: 1
-    conda:
-        "../envs/dperm.yaml"
-    shell:
-        "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
-        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
-
-
-rule run_row:
-    """Every numeric ε of one (experiment, dataset, model, algorithm) in one process
-    (dperm.protocol.run_cells): one start-up, one load of the data and one cut of each fold for
-    the row instead of one per ε. Each cell's fits are those it has alone (DP-AGD runs the ε's
-    chains together, each from its own seed and budget)."""
-    input:
-        unpack(row_inputs),
-    output:
-        "results/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
-    params:
-        spec=row_spec_param,
-        data=data_param,
-        optimum=optimum_option,
-        code=row_code,
-    log:
-        "logs/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.log",
-    benchmark:
-        "benchmarks/out/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.tsv"
-    threads: 1
-    conda:
-        "../envs/dperm.yaml"
-    shell:
-        "python -m dperm --threads {threads} run-cell --spec {params.spec:q}"
-        " --data {params.data} {params.optimum} --out {output} > {log} 2>&1"
-
-
-# A cell with a target ε is cut from its row, a T<steps> cell from its path; run_cell runs the
-# rest (inf: the non-private algorithms).
-ruleorder: path_cell > row_cell > run_cell
+        "python -m dperm --threads {threads} run-job --spec {params.specs:q} --data {params.data}"
+        " {params.tuning} {params.optimum} --out {output} > {log} 2>&1"
 
 
 # Cutting a cell reads one small file: never worth a cluster job.
 localrules:
-    path_cell,
-    row_cell,
+    cut_cell,
 
 
-rule row_cell:
-    """A cell with a target ε: its records, cut from its row's file."""
+rule cut_cell:
+    """One privacy setting's records, cut from its job's file with their text unchanged."""
     input:
-        "results/rows/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
+        cell_job,
     output:
-        "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
-    wildcard_constraints:
-        epsilon=NUMERIC_EPSILON,
+        f"{OUT}results/runs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/eps{{epsilon}}.csv",
     log:
-        "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
-    conda:
-        "../envs/dperm.yaml"
-    shell:
-        "python -m dperm cut-cell --setting {wildcards.epsilon} {input} {output} > {log} 2>&1"
-
-
-rule path_cell:
-    """A T<steps> cell: its records, cut from its path's file."""
-    input:
-        "results/paths/{paper}/{experiment}/{dataset}/{model}/{algorithm}.csv",
-    output:
-        "results/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.csv",
-    wildcard_constraints:
-        algorithm=_alternatives(PATH_ALGORITHMS) or "(?!)",
-        epsilon="T[0-9]+",
-    log:
-        "logs/runs/{paper}/{experiment}/{dataset}/{model}/{algorithm}/eps{epsilon}.log",
+        f"{OUT}logs/runs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/eps{{epsilon}}.log",
     conda:
         "../envs/dperm.yaml"
     shell:

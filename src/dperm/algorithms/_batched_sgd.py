@@ -306,7 +306,7 @@ class _LockstepGLM:
         Xb = Xb.reshape(draws, m, self.p)
         aux = self.aux.take(r, axis=0, out=self._buf("aux", (r.size, 2))).reshape(draws, m, 2)
         z = np.matmul(Xb, W[:, :, None], out=self._buf("z", (draws, m, 1)))[:, :, 0]
-        d = self.loss._dphi_overwrite(z, aux[:, :, 0])  # φ'(z); may reuse z's buffer
+        d = self.loss.dphi_overwrite(z, aux[:, :, 0])  # φ'(z); may reuse z's buffer
         high = aux[:, :, 1]
         np.minimum(d, high, out=d)  # clip φ' to ±C/‖x_i‖: the gradient φ'·x_i to norm C
         np.negative(high, out=high)

@@ -10,7 +10,7 @@
 
 An algorithm whose runs at several privacy targets can share work (DP-AGD: one pass over X per
 round for the chains of every ε) also offers ``fit_settings(problem, privacies, rngs, draws=1,
-**hyper) -> list[FitResult]`` (:func:`fits_settings`): result i must have the law of
+**hyper) -> list[FitResult]`` (:meth:`AlgorithmSpec.fit_settings`): result i must have the law of
 ``fit(problem, privacies[i], rngs[i], draws, **hyper)``. The protocol uses it for the ε of a row.
 
 Each algorithm module's docstring states the adjacency, the sensitivity argument and the
@@ -19,10 +19,10 @@ accounting it follows, with the paper, and says where it departs from the paper 
 
 from __future__ import annotations
 
-import inspect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -85,13 +85,26 @@ class FitResult:
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm. ``variant`` is ``correct`` or ``reference``; a reference variant
-    reproduces published code and says in ``caveat`` whether it is DP as implemented."""
+    """A registered algorithm (:mod:`.registry`).
+
+    ``impl(problem, privacy, rng, draws, **hyper, **switches)`` is the implementation;
+    ``defaults`` are its hyper-parameters with the paper's values (config may override any of
+    them); ``switches`` are implementation choices fixed by the registration, never by config: a
+    reference variant is the same implementation with other switches (and perhaps other
+    defaults), declared once against its ``base`` (:func:`.registry.register_variant`).
+    ``types`` are the Python types each hyper-parameter admits (:meth:`check_types`).
+    ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`).
+    ``variant`` is ``correct`` or ``reference``; a reference variant reproduces published code and
+    says in ``caveat`` whether it is DP as implemented."""
 
     name: str
-    fit: Callable
-    fit_settings: Callable | None = None  # several privacy targets at once (:func:`fits_settings`)
+    impl: Callable
+    defaults: Mapping[str, Any]
+    types: Mapping[str, tuple] = field(default_factory=dict)
+    switches: Mapping[str, Any] = field(default_factory=dict)
+    settings_impl: Callable | None = None
     variant: str = "correct"
+    base: str | None = None
     private: bool = True
     depends_on_epsilon: bool = True
     dp_as_implemented: bool = True
@@ -106,30 +119,50 @@ class AlgorithmSpec:
             return f"{self.name.removesuffix('-reference')} ({tag})"
         return self.name
 
+    @property
+    def shares_settings(self) -> bool:
+        """Whether runs at several privacy targets can share work (:meth:`fit_settings`)."""
+        return self.settings_impl is not None
+
+    def hyper(self, given: Mapping[str, Any] | None = None) -> dict:
+        """``given`` completed with the defaults; an unknown name is a ``TypeError`` that lists
+        the allowed ones (a switch is named as such: it is chosen by picking the variant)."""
+        given = dict(given or {})
+        fixed = sorted(set(given) & set(self.switches))
+        if fixed:
+            raise TypeError(f"{fixed} of algorithm {self.name!r} is fixed by its registration, not a "
+                            f"hyper-parameter: choose the variant instead (base {self.base or self.name!r})")
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            raise TypeError(f"unknown hyper-parameter(s) {unknown} for algorithm {self.name!r}; "
+                            f"allowed: {sorted(self.defaults)}")
+        return {**self.defaults, **given}
+
+    def check_types(self, given: Mapping[str, Any], where: str = "") -> None:
+        """A ``ValueError`` naming the first hyper-parameter whose value has a type it does not
+        admit (``learning_rate: fast``), so a config error shows before any job runs."""
+        for key, value in given.items():
+            allowed = self.types.get(key)
+            if allowed is None or (isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)):
+                continue
+            names = " or ".join(sorted({"number" if t in (int, float) else t.__name__ for t in allowed}))
+            raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "
+                             f"must be {names}; got {value!r}")
+
+    def fit(self, problem, privacy, rng, draws: int = 1, **hyper) -> FitResult:
+        return self.impl(problem, privacy, rng, draws, **self.hyper(hyper), **self.switches)
+
+    def fit_settings(self, problem, privacies, rngs, draws: int = 1, **hyper) -> list[FitResult]:
+        """One result per privacy target; result i has the law of ``fit(problem, privacies[i],
+        rngs[i], draws, **hyper)`` (the protocol uses it for the ε of a row)."""
+        if self.settings_impl is None:
+            raise TypeError(f"algorithm {self.name!r} fits one privacy target at a time")
+        return self.settings_impl(problem, list(privacies), list(rngs), draws, **self.hyper(hyper),
+                                  **self.switches)
+
 
 def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]:
     """Independent child generators, one per draw, derived deterministically from ``rng``."""
     if draws < 1:
         raise ValueError(f"draws must be >= 1; got draws={draws!r}")
     return [np.random.Generator(type(rng.bit_generator)(s)) for s in rng.bit_generator.seed_seq.spawn(draws)]
-
-
-def fits_settings(impl: Callable):
-    """Decorator for a registered fit: attach ``fit.fit_settings(problem, privacies, rngs,
-    draws=1, **hyper)``, which calls ``impl(problem, privacies, rngs, draws, **hyper)`` with the
-    fit's own hyper-parameter defaults filled in (an unknown name is a TypeError listing them)."""
-
-    def decorate(fit):
-        defaults = {name: p.default for name, p in inspect.signature(fit).parameters.items()
-                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
-
-        def fit_settings(problem, privacies, rngs, draws: int = 1, **hyper):
-            unknown = sorted(set(hyper) - set(defaults))
-            if unknown:
-                raise TypeError(f"unknown hyper-parameter(s) {unknown}; allowed: {sorted(defaults)}")
-            return impl(problem, list(privacies), list(rngs), draws, **{**defaults, **hyper})
-
-        fit.fit_settings = fit_settings
-        return fit
-
-    return decorate

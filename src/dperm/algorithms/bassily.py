@@ -9,7 +9,8 @@ the mean form below is the same algorithm rescaled). Each step draws m = 50 row 
 
 Π_D = projection onto {‖w‖ ≤ D} (``radius``; None: no projection), w₀ = 0, output the last
 iterate. T = ⌈n²/m⌉ steps as in BST14 (n² single-example steps, m per step), **capped at
-``max_steps``**; the noise is calibrated for the T actually run and ``extra`` records the cap.
+``max_steps``** (None: uncapped); the noise is calibrated for the T actually run and ``extra``
+records the cap.
 
 Lipschitz constant: rows are mapped to x·min(1, R/‖x‖) with the public ``row_bound`` R (default
 1; never the data's own max norm), so L = the loss's Lipschitz constant at R (on ‖w‖ ≤ D where it
@@ -56,8 +57,8 @@ from ..privacy import (
     gaussian_sigma_zhao,
 )
 from ..losses import GLMLoss
-from ..losses._glm import clipped_sum
-from ..privacy._validation import check_real
+from ..losses.glm import clipped_sum
+from ..privacy.validation import check_real
 from ._perturb import enforce_row_bound
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
@@ -133,7 +134,7 @@ def batch_gradient(problem, L: float):
     """g(w, rows) = Σ_{i∈rows} clip_L(∇ℓ_i(w)) for one batch (with repeats).
 
     Linear models take a short path to the arithmetic of
-    :meth:`dperm.losses._glm.GLMLoss.clipped_grad_sum` (:func:`~dperm.losses._glm.clipped_sum`,
+    :meth:`dperm.losses.glm.GLMLoss.clipped_grad_sum` (:func:`~dperm.losses.glm.clipped_sum`,
     bit-identical results): the generic call spends most of a 50-row step on per-call overhead,
     and BST14 at the theorem's T = n²/m runs tens of millions of steps (the runtime target).
     """
@@ -143,7 +144,7 @@ def batch_gradient(problem, L: float):
 
     def grad(w, rows):
         Xb = X[rows]
-        d = loss._dphi_overwrite(np.matmul(w, Xb.T), y[rows])
+        d = loss.dphi_overwrite(np.matmul(w, Xb.T), y[rows])
         return clipped_sum(d, Xb, norms[rows], L, np.empty_like(d))
 
     return grad
@@ -159,7 +160,7 @@ def _project(w: np.ndarray, radius: float | None) -> None:
 @register("bassily-sgd", description="BST14 noisy mini-batch SGD (m = 50 with replacement), "
                                      "amplification + advanced composition, step cap")
 def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_size: int = 50,
-                    max_steps: int = 100_000, row_bound: float = 1.0, radius: float | None = 1.0,
+                    max_steps: int | None = 100_000, row_bound: float = 1.0, radius: float | None = 1.0,
                     clip: float | None = None, step_size: str = "auto", gaussian: str = "zhao",
                     chunk: int = 512):
     if not privacy.is_private or not privacy.delta > 0:
@@ -168,8 +169,8 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
     n, p, mu = problem.n, problem.p, problem.l2
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size):
         raise ValueError(f"batch_size must be a positive integer; got batch_size={batch_size!r}")
-    if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 1):
-        raise ValueError(f"max_steps must be a positive integer; got max_steps={max_steps!r}")
+    if max_steps is not None and not (isinstance(max_steps, (int, np.integer)) and max_steps >= 1):
+        raise ValueError(f"max_steps must be a positive integer or None (uncapped); got max_steps={max_steps!r}")
     if radius is not None:
         check_real(radius, "radius", low=0.0)
     if step_size not in STEP_SIZES:
@@ -183,7 +184,7 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
     L = lipschitz_bound(bounded, row_bound, radius, clip, "bassily-sgd")
 
     steps_uncapped = math.ceil(n * n / batch_size)
-    T = min(steps_uncapped, int(max_steps))
+    T = steps_uncapped if max_steps is None else min(steps_uncapped, int(max_steps))
     cal = noisy_sgd_calibration(float(privacy.epsilon), float(privacy.delta), n, batch_size, T, L,
                                 gaussian=gaussian)
     sigma = cal["sigma"]
@@ -211,5 +212,5 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
         adjacency="replace-one", grad_evals=T * batch_size / n, iterations=T,
         notes=[f"steps capped at max_steps={T} (BST14: n^2/m = {steps_uncapped})"] if T < steps_uncapped else [],
         extra=dict(cal, steps=T, steps_uncapped=steps_uncapped, capped=T < steps_uncapped,
-                   max_steps=int(max_steps), batch_size=batch_size, lipschitz=L, row_bound=float(row_bound),
+                   max_steps=max_steps, batch_size=batch_size, lipschitz=L, row_bound=float(row_bound),
                    radius=radius, step_size=mode, gradient_bound=G, noise_std_mean=sigma / batch_size))

@@ -13,8 +13,8 @@ computed and reported as ``epsilon_spent`` (the SGD-MA way).
 
 The ``draws`` chains run in lockstep, each with its own Poisson batches and noise
 (:func:`._batched_sgd.run_noisy_sgd`, whose docstring explains why this changes nothing
-privacy-wise). :func:`poisson_batch` (one Poisson sample, used by DP-AGD and PrivGene) is
-re-exported from there: one sampler implementation serves every algorithm.
+privacy-wise). The same module's :func:`~._batched_sgd.poisson_batch` draws the Poisson
+samples of DP-AGD and PrivGene: one sampler implementation serves every algorithm.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import math
 
 from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon
 from ._batched_sgd import PoissonSampler, run_noisy_sgd
-from ._batched_sgd import poisson_batch  # noqa: F401 (re-exported: DP-AGD, PrivGene)
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 

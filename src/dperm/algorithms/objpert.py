@@ -68,7 +68,7 @@ from ._perturb import (
     smooth_glm_constants,
 )
 from .base import FitResult, Privacy, draw_rngs
-from .registry import register
+from .registry import register, register_variant
 
 ADJACENCIES = ("add-remove", "replace-one")
 
@@ -165,10 +165,6 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
                "dist_bound": worst / mu_J})
 
 
-@register("objpert-reference", variant="reference", dp_as_implemented=False,
-          caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "
-                 "the Delta-term, L-BFGS-B capped at 300 iterations (spec D11, P8)",
-          description="DP-AGD's obj_pert exactly")
 def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zeta: float = 1.0,
                           hessian_bound: float = 1.0, max_iter: int = 300,
                           bias_column: int | None = 0):
@@ -197,3 +193,9 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
         grad_evals=float(np.mean(evals)), iterations=np.array(iters), notes=notes,
         extra={"zeta": zeta, "hessian_bound": hessian_bound, "Delta": Delta, "noise": kind,
                "noise_scale": scale})
+
+
+register_variant("objpert-reference", of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
+                 caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "
+                        "the Delta-term, L-BFGS-B capped at 300 iterations (spec D11, P8)",
+                 description="DP-AGD's obj_pert exactly")

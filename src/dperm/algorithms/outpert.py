@@ -53,7 +53,7 @@ from ._perturb import (
     smooth_glm_constants,
 )
 from .base import FitResult, Privacy, draw_rngs
-from .registry import register
+from .registry import register, register_variant
 
 
 _PATHS: dict = {}  # (problem digest, η) -> (steps done, w, seconds spent): see gd_endpoint
@@ -165,47 +165,37 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
         seconds_per_draw=prep + gd_seconds + noise_seconds / draws, notes=notes,
         extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": used,
                "noise": kind, "noise_scale": scale, "row_bound": R, "lipschitz": L,
-               "smoothness": beta, "mu": mu, "solution_bound": solution_bound,
-               "gd_seconds": gd_seconds})
+               "smoothness": beta, "mu": mu, "solution_bound": solution_bound})
 
 
-@register("outpert-gd", description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
+@register("outpert-gd", switches={"name": "outpert-gd"}, description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
 def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
                    solution_bound: float = 1.0, steps: int | None = None,
                    learning_rate: float | None = None, lemma: str = "auto", gaussian: str = "auto",
-                   huber_h: float | None = 0.5):
+                   huber_h: float | None = 0.5, name: str = "outpert-gd"):
     """OutPert-GD with Zhang et al.'s theory parameters (Theorem 2 for μ > 0, 3 for μ = 0).
 
     ``row_bound`` R (enforced by clipping rows), ``solution_bound`` D ≥ ‖ŵ‖ (declared in config;
     used by the T formulas only), explicit ``steps``/``learning_rate`` override the theorem
     values, ``lemma`` ∈ {"auto", "convex", "strongly-convex", "best"}, ``gaussian`` ∈ {"auto",
     "zhang", "zhao", "analytic"} (used when δ > 0), ``huber_h``: a plain-hinge SVM is trained on
-    the Huberised hinge with this h (:func:`._perturb.smooth_surrogate`).
+    the Huberised hinge with this h (:func:`._perturb.smooth_surrogate`); ``name`` (fixed by the
+    registration) is the key errors and notes name.
     """
-    return _fit_outpert(problem, privacy, rng, draws, name="outpert-gd", row_bound=row_bound,
+    return _fit_outpert(problem, privacy, rng, draws, name=name, row_bound=row_bound,
                         solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
                         lemma=lemma, gaussian=gaussian, huber_h=huber_h)
 
 
-@register("outpert", description="Lee & Kifer's OutPert baseline (T = 50, eta = 1) made correct: "
-          "L from the enforced row bound, Lemma 2, valid Gaussian")
-def fit_outpert(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 50,
-                learning_rate: float = 1.0, row_bound: float = 1.0, lemma: str = "convex",
-                gaussian: str = "auto", solution_bound: float = 1.0, huber_h: float | None = 0.5):
-    """OutPert as Lee & Kifer run it (their code's T = 50, η = 1, Lemma 2), with true constants
-    (a plain-hinge SVM trained on the Huberised hinge, ``huber_h``)."""
-    return _fit_outpert(problem, privacy, rng, draws, name="outpert", row_bound=row_bound,
-                        solution_bound=solution_bound, steps=steps, learning_rate=learning_rate,
-                        lemma=lemma, gaussian=gaussian, huber_h=huber_h)
+register_variant("outpert", of="outpert-gd", variant="correct", switches={"name": "outpert"},
+                 defaults={"steps": 50, "learning_rate": 1.0, "lemma": "convex"},
+                 description="Lee & Kifer's OutPert baseline (T = 50, eta = 1: their code's values) made "
+                             "correct: L from the enforced row bound, Lemma 2, valid Gaussian")
 
 
-@register("outpert-reference", variant="reference", dp_as_implemented=False,
-          caveat="L = 1 whatever the row norms (spec P4), no smoothness check (hinge allowed), "
-                 "ln(2/delta) Gaussian at every epsilon (P5)",
-          description="DP-AGD's outpert_gd exactly: sens = 3*L*T*eta/n with L = 1")
-def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 50,
-                          learning_rate: float = 1.0, lipschitz: float = 1.0):
+def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int, learning_rate: float,
+                          lipschitz: float = 1.0):
     """DP-AGD's ``outpert_gd``: T steps of w ← w − η(mean ∇ℓ + λw) on the rows as given, then
     N(0, σ²I) with σ = √(2 ln(2/δ))·(3·L·T·η/n)/ε, L = ``lipschitz`` taken on trust."""
     t0 = time.perf_counter()
@@ -227,4 +217,10 @@ def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ste
         seconds_per_draw=prep + gd_seconds + noise_seconds / draws,
         extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": "lemma2",
                "noise": "gaussian-zhang-any-epsilon", "noise_scale": sigma, "lipschitz": L,
-               "mu": problem.l2, "gd_seconds": gd_seconds})
+               "mu": problem.l2})
+
+
+register_variant("outpert-reference", of="outpert", impl=fit_outpert_reference, dp_as_implemented=False,
+                 caveat="L = 1 whatever the row norms (spec P4), no smoothness check (hinge allowed), "
+                        "ln(2/delta) Gaussian at every epsilon (P5)",
+                 description="DP-AGD's outpert_gd exactly: sens = 3*L*T*eta/n with L = 1")

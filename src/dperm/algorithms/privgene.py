@@ -52,9 +52,9 @@ import numpy as np
 
 from ..losses import GLMLoss, Hinge, HuberHinge, Logistic
 from ..privacy import exponential_mechanism, zcdp_from_dp
-from ..privacy._validation import check_real
+from ..privacy.validation import check_real
 from .base import FitResult, Privacy, draw_rngs
-from .dp_sgd import poisson_batch
+from ._batched_sgd import poisson_batch
 from .registry import register
 
 SAMPLINGS = ("poisson", "fixed")

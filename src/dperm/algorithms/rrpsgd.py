@@ -41,7 +41,8 @@ o = ⟨w₂, tanh(·)⟩ + b₂ satisfies |o| ≤ ‖w₂‖₁ + |b₂|, so ℓ
 
 Metric: ``extra["grad_norm_sq"]`` = ‖∇F(w_R)‖² of the full regularised objective on the data
 as given (Theorem 5 bounds its expectation; ``extra["utility_bound"]`` is that bound:
-β(D_F² + σ_tot²Nη²)/(N(2η − βη²))).
+β(D_F² + σ_tot²Nη²)/(N(2η − βη²))), and ``extra["grad_norm_sq_init"]`` the same at the draw's
+public starting point w₀, the reference level.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ import math
 import numpy as np
 
 from ..losses import GLMLoss
-from ..losses._glm import NotSmoothError
-from ..privacy._validation import check_real
+from ..losses.glm import NotSmoothError
+from ..privacy.validation import check_real
 from .base import FitResult, Privacy, draw_rngs
 from ._perturb import enforce_row_bound
 from .bassily import lipschitz_bound, noisy_sgd_calibration
@@ -146,12 +147,13 @@ def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int
 
     notes, d_features = [], problem.X.shape[1]
     example_grad = _example_gradient(bounded, L)
-    weights = np.zeros((draws, p))
+    weights, inits = np.zeros((draws, p)), np.zeros((draws, p))
     rounds = np.zeros(draws, dtype=np.int64)
     info = []
     for d, child in enumerate(draw_rngs(rng, draws)):
         init = getattr(problem.loss, "init", None)
         w = init(child, d_features) if init is not None else np.zeros(p)  # public randomness
+        inits[d] = w
         if initial_loss_bound is None:
             B0 = public_initial_loss_bound(problem.loss, w, d_features) + 0.5 * lam * float(w @ w)
         else:
@@ -174,12 +176,13 @@ def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int
         info.append((B0, DF, eta))
     # identical across draws for linear models (w₀ = 0); per draw for the MLP's random w₀
     B0, DF, eta = (np.array(col) if len(set(col)) > 1 else col[0] for col in zip(*info))
-    grad = problem.grad(weights)
+    grad, grad_init = problem.grad(weights), problem.grad(inits)
     bound = beta * (DF ** 2 + sigma_tot ** 2 * N * eta ** 2) / (N * (2.0 * eta - beta * eta ** 2))
     return FitResult(
         weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
         grad_evals=float(rounds.mean()) / n, iterations=rounds, notes=notes,
-        extra=dict(cal, grad_norm_sq=np.einsum("ij,ij->i", grad, grad), rounds=rounds, max_steps=N,
+        extra=dict(cal, grad_norm_sq=np.einsum("ij,ij->i", grad, grad),
+                   grad_norm_sq_init=np.einsum("ij,ij->i", grad_init, grad_init), rounds=rounds, max_steps=N,
                    noise=noise, noise_std=s, sigma_total=sigma_tot, lipschitz=L, smoothness=beta,
                    row_bound=float(row_bound), initial_loss_bound=B0, D_F=DF, learning_rate=eta,
                    utility_bound=bound, steps_paper=n * n))

@@ -65,11 +65,11 @@ from ..privacy import (
     gaussian_sigma_zhao,
     moments_accountant_epsilon,
 )
-from ..privacy._validation import check_real
+from ..privacy.validation import check_real
 from ._batched_sgd import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .base import FitResult, Privacy, draw_rngs
 from .privgene import round_half_up
-from .registry import register
+from .registry import register, register_variant
 
 GAUSSIANS = ("zhao", "analytic")
 
@@ -187,26 +187,25 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
                      adjacency="replace-one", grad_evals=evals, iterations=T, notes=notes, extra=extra)
 
 
-@register("sgd-adv", description="noisy mini-batch SGD, advanced composition + subsampling "
-                                 "amplification, Gaussian valid for every epsilon")
+@register("sgd-adv", switches={"reference": False},
+          description="noisy mini-batch SGD, advanced composition + subsampling amplification, "
+                      "Gaussian valid for every epsilon")
 def fit_sgd_adv(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int | None = None,
                 c: float = 500.0, batch_size: int | None = None, clip: float = 3.0,
-                learning_rate: float = 0.1, gaussian: str = "zhao"):
+                learning_rate: float = 0.1, gaussian: str = "zhao", reference: bool = False):
+    """SGD-Adv; ``reference`` (fixed by the registration) switches to the code's calibration."""
     return _fit_sgd_adv(problem, privacy, rng, draws, steps=steps, c=c, batch_size=batch_size, clip=clip,
-                        learning_rate=learning_rate, gaussian=gaussian, reference=False)
+                        learning_rate=learning_rate, gaussian=gaussian, reference=reference)
 
 
-@register("sgd-adv-reference", variant="reference", dp_as_implemented=True,
-          caveat="private on the Lee-Kifer grid but not by its own argument: epsilon_base = epsilon_step/(2q) with the classical Gaussian even when epsilon_base > 1 "
-                 "(about 1.09 at epsilon = 1.6): both lemmas applied outside their proven range (spec P5); "
-                 "the sigma it yields is certified by the valid lemmas on the Lee-Kifer grid "
-                 "(epsilon <= 1.6) but not in general (fails at epsilon = 12.8); see extra['exact_check']",
-          description="SGD-Adv as in the DP-AGD code")
-def fit_sgd_adv_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int | None = None,
-                          c: float = 500.0, batch_size: int | None = None, clip: float = 3.0,
-                          learning_rate: float = 0.1):
-    return _fit_sgd_adv(problem, privacy, rng, draws, steps=steps, c=c, batch_size=batch_size, clip=clip,
-                        learning_rate=learning_rate, gaussian=None, reference=True)
+register_variant(
+    "sgd-adv-reference", of="sgd-adv", switches={"reference": True}, drop=("gaussian",),
+    dp_as_implemented=True,
+    caveat="private on the Lee-Kifer grid but not by its own argument: epsilon_base = epsilon_step/(2q) with the "
+           "classical Gaussian even when epsilon_base > 1 (about 1.09 at epsilon = 1.6): both lemmas applied "
+           "outside their proven range (spec P5); the sigma it yields is certified by the valid lemmas on the "
+           "Lee-Kifer grid (epsilon <= 1.6) but not in general (fails at epsilon = 12.8); see extra['exact_check']",
+    description="SGD-Adv as in the DP-AGD code")
 
 
 def sgd_ma_epsilons(q: float, noise_multiplier: float, steps: int, delta: float) -> dict:
@@ -247,24 +246,20 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     return result
 
 
-@register("sgd-ma", depends_on_epsilon=False,
+@register("sgd-ma", switches={"reference": False}, depends_on_epsilon=False,
           description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP accountant")
 def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
                noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
-               learning_rate: float = 0.05, snapshots=()):
+               learning_rate: float = 0.05, snapshots=(), reference: bool = False):
+    """SGD-MA; ``reference`` (fixed by the registration) samples and accounts as the code does."""
     return _fit_sgd_ma(problem, privacy, rng, draws, steps=steps, noise_multiplier=noise_multiplier,
-                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=False,
+                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=reference,
                        snapshots=snapshots)
 
 
-@register("sgd-ma-reference", variant="reference", depends_on_epsilon=False, dp_as_implemented=False,
-          caveat="fixed-size batches without replacement accounted as Poisson sampling at sensitivity C "
-                 "(a differing row displaces another: 2C), moments accountant at order 32 only "
-                 "(spec D10, P6): the reported epsilon is not a proven bound",
-          description="SGD-MA as in the DP-AGD code")
-def fit_sgd_ma_reference(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
-                         noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
-                         learning_rate: float = 0.05, snapshots=()):
-    return _fit_sgd_ma(problem, privacy, rng, draws, steps=steps, noise_multiplier=noise_multiplier,
-                       batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=True,
-                       snapshots=snapshots)
+register_variant(
+    "sgd-ma-reference", of="sgd-ma", switches={"reference": True}, dp_as_implemented=False,
+    caveat="fixed-size batches without replacement accounted as Poisson sampling at sensitivity C (a differing "
+           "row displaces another: 2C), moments accountant at order 32 only (spec D10, P6): the reported "
+           "epsilon is not a proven bound",
+    description="SGD-MA as in the DP-AGD code")

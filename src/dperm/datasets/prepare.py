@@ -95,5 +95,7 @@ def availability(record: Dataset, raw_dir, mirror, mode: str) -> tuple[bool, str
     if downloads_allowed(mode, mirror):
         return True, "to be downloaded"
     missing = [f.mirror_path for f in record.files if mirror is None or not mirror_file(mirror, f)]
-    where = f"mirror {mirror}" if mirror else "no mirror configured"
-    return False, f"unavailable offline: {', '.join(missing)} not in {where} and downloads are off (data.download: {mode})"
+    where = "the mirror" if mirror else "a mirror (none is configured)"
+    # No mirror path or policy name in the text: it reaches the dataset table, and where the data
+    # are looked for must not rerun what they are used for.
+    return False, f"unavailable offline: {', '.join(missing)} not in {where} and downloads are off"

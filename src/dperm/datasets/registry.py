@@ -59,7 +59,6 @@ class Dataset:
     uci_id: int | None = None
     ucimlrepo: dict | None = None  # how to read ucimlrepo's standardised frames (see ucimlrepo.py)
     notes: str = ""
-    paper_shapes: dict = field(default_factory=dict)  # (n, dim) reported by the papers
 
     @property
     def feature_names(self) -> tuple[str, ...]:
@@ -167,7 +166,6 @@ DATASETS: dict[str, Dataset] = {
             missing_marker="?", drop_missing=True, strip_target_period=True, uci_id=2,
             ucimlrepo={"columns": {"income": "income"}, "train_rows": 32_561},
             notes="train+test files; rows with a missing value ('?') are dropped by default",
-            paper_shapes={"lee2018": (48_842, 124), "zhang2017": (32_561, 110), "kang": (45_222, None)},
         ),
         Dataset(
             key="bank", title="Bank Marketing (bank-full)", task="classification",
@@ -183,7 +181,6 @@ DATASETS: dict[str, Dataset] = {
             # ucimlrepo calls the day-of-month column "day_of_week" and writes "unknown" as NaN.
             ucimlrepo={"columns": {"day_of_week": "day"}, "nan_means": "unknown"},
             notes="'unknown' is a category of its own, as in the original files",
-            paper_shapes={"zhang2017": (45_211, 42)},
         ),
         Dataset(
             key="bank-additional", title="Bank Marketing (bank-additional-full)", task="classification",
@@ -196,7 +193,6 @@ DATASETS: dict[str, Dataset] = {
             parser="csv", columns=BANK_ADDITIONAL_COLUMNS, target="y", sep=";",
             label="client subscribed a term deposit (y = yes)", positive=("yes",), negative=("no",),
             uci_id=222, notes="not served by ucimlrepo (which returns bank-full); fetched from the UCI zip",
-            paper_shapes={"kang": (41_188, None)},
         ),
         Dataset(
             key="bank-dpagd", title="BANK, DP-AGD encoding (BANK.dat)", task="classification",
@@ -208,7 +204,6 @@ DATASETS: dict[str, Dataset] = {
             parser="dat", columns=_dat_columns(32), target="label", header=False, sep=" ",
             label="product subscribed (last column = 1)", positive=("1",), negative=("0",),
             notes="Lee & Kifer's preprocessed one-hot encoding of bank-full, same row order",
-            paper_shapes={"lee2018": (45_211, 33)},
         ),
         Dataset(
             key="ipums-br", title="IPUMS-BR (DP-AGD preprocessing)", task="classification",
@@ -219,7 +214,6 @@ DATASETS: dict[str, Dataset] = {
             ),
             parser="dat", columns=_dat_columns(52), target="label", header=False, sep=" ",
             label="monthly income > $300 (last column = 1)", positive=("1",), negative=("0",),
-            paper_shapes={"lee2018": (38_000, 53)},
         ),
         Dataset(
             key="ipums-us", title="IPUMS-US (DP-AGD preprocessing)", task="classification",
@@ -230,7 +224,6 @@ DATASETS: dict[str, Dataset] = {
             parser="dat", columns=_dat_columns(57), target="label", header=False, sep=" ",
             label="annual income > 25K (last column = 1)", positive=("1",), negative=("0",),
             notes="no public copy reachable offline; verified by its git blob id when downloaded",
-            paper_shapes={"lee2018": (40_000, 58)},
         ),
         Dataset(
             key="kddcup99", title="KDD Cup 1999 (10% training file)",
@@ -242,7 +235,6 @@ DATASETS: dict[str, Dataset] = {
                 _KDD_TEST,
             ),
             notes="10% file by default (the papers used the 4,898,431-row full file: kddcup99-full)",
-            paper_shapes={"lee2018": (4_898_431, 120), "kang": (70_000, None)},
             **_KDD_COMMON,
         ),
         Dataset(
@@ -254,7 +246,6 @@ DATASETS: dict[str, Dataset] = {
                 _KDD_TEST,
             ),
             notes="needs a download (about 18 MB gzipped); no sha256 is published, rows are checked",
-            paper_shapes={"lee2018": (4_898_431, 120)},
             **_KDD_COMMON,
         ),
         Dataset(
@@ -271,7 +262,6 @@ DATASETS: dict[str, Dataset] = {
             label="quality score (0-10), scaled to [0, 1]", part_column="color", uci_id=186,
             ucimlrepo={"columns": {}},
             notes="the colour (file of origin) is a feature, as in ucimlrepo's 'color' column",
-            paper_shapes={"zhang2017": (6_497, 12)},
         ),
         Dataset(
             key="bike", title="Bike Sharing (hourly)", task="regression",
@@ -285,7 +275,6 @@ DATASETS: dict[str, Dataset] = {
             label="hourly rental count, scaled to [0, 1]", uci_id=275,
             ucimlrepo={"columns": {}},
             notes="casual + registered = cnt, so both are dropped (they would leak the target)",
-            paper_shapes={"zhang2017": (17_379, 62)},
         ),
         Dataset(
             key="credit", title="Default of credit card clients", task="classification",
@@ -301,7 +290,6 @@ DATASETS: dict[str, Dataset] = {
             # ucimlrepo names the features X1..X23 and the target Y, in file order.
             ucimlrepo={"columns": "by_position"},
             notes="CSV export of the UCI .xls (same 30,000 records)",
-            paper_shapes={"zhang2017": (30_000, 34)},
         ),
     ]
 }

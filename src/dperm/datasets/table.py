@@ -1,8 +1,8 @@
-"""The dataset table (``results/tables/datasets.csv`` and ``.md``): the analogue of Lee & Kifer's
-Table 2 and Zhang et al.'s Table 2, with the papers' own n and dimension beside ours.
+"""The dataset table (``results/tables/datasets.csv`` and ``.md``): the analogue of the papers'
+dataset tables, with the papers' own n and dimension beside ours.
 
 Columns: dataset, task, n, n_features (after encoding, bias excluded), p (model coordinates, bias
-included), label, positive_rate, n_raw, n_dropped_missing, source, status, then per paper
+included), label, positive_rate, n_raw, n_dropped_missing, source, status, then per paper plugin
 ``<paper>_n`` and ``<paper>_dim`` as the paper reports them (dim includes a bias where the paper's
 does). A dataset that could not be had is listed with status ``unavailable: ...`` and empty counts.
 """
@@ -17,12 +17,17 @@ import pandas as pd
 from ..files import write_text_atomic
 from .registry import DATASETS
 
-PAPERS = ("lee2018", "zhang2017", "kang")
-COLUMNS = ["dataset", "task", "n", "n_features", "p", "label", "positive_rate", "n_raw",
-           "n_dropped_missing", "source", "status"] + [f"{p}_{k}" for p in PAPERS for k in ("n", "dim")]
+BASE_COLUMNS = ["dataset", "task", "n", "n_features", "p", "label", "positive_rate", "n_raw",
+                "n_dropped_missing", "source", "status"]
 
 
 def dataset_rows(provenance_files, unavailable: dict[str, str]) -> pd.DataFrame:
+    """One row per dataset, then ``<paper>_n``/``<paper>_dim`` of every paper plugin that reports
+    dataset sizes (:func:`dperm.papers.dataset_shapes`)."""
+    from ..papers import dataset_shapes
+
+    shapes = dataset_shapes()
+    columns = BASE_COLUMNS + [f"{p}_{k}" for p in shapes for k in ("n", "dim")]
     rows = []
     for path in provenance_files:
         prov = json.loads(Path(path).read_text())
@@ -36,13 +41,14 @@ def dataset_rows(provenance_files, unavailable: dict[str, str]) -> pd.DataFrame:
     for key, reason in unavailable.items():
         rows.append({"dataset": key, "task": DATASETS[key].task, "label": DATASETS[key].label,
                      "status": reason})
-    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    table = pd.DataFrame(rows).reindex(columns=columns)
     for i, key in enumerate(table["dataset"]):
-        for paper, (n, dim) in DATASETS[key].paper_shapes.items():
-            table.loc[i, f"{paper}_n"], table.loc[i, f"{paper}_dim"] = n, dim
+        for paper, sizes in shapes.items():
+            if key in sizes:
+                table.loc[i, f"{paper}_n"], table.loc[i, f"{paper}_dim"] = sizes[key]
     order = {k: i for i, k in enumerate(DATASETS)}
     table = table.sort_values("dataset", key=lambda s: s.map(order)).reset_index(drop=True)
-    for col in ["n", "n_features", "p", "n_raw", "n_dropped_missing"] + [c for c in COLUMNS if c.endswith(("_n", "_dim"))]:
+    for col in ["n", "n_features", "p", "n_raw", "n_dropped_missing"] + [c for c in columns if c.endswith(("_n", "_dim"))]:
         table[col] = table[col].astype("Int64")
     return table
 
@@ -53,7 +59,7 @@ def write_dataset_table(table: pd.DataFrame, csv_path, md_path) -> None:
     shown["positive_rate"] = shown["positive_rate"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.2f}%")
     shown = shown.astype(object).where(shown.notna(), "")
     note = ("Dataset characteristics. n and n_features are ours (n_features excludes the bias column; "
-            "p includes it); `<paper>_n` / `<paper>_dim` are what each paper reports (Lee & Kifer 2018 "
-            "Table 2, Zhang et al. 2017 Table 2, Kang et al.). Encodings differ from the papers' where "
-            "noted in the README.\n\n")
+            "p includes it); `<paper>_n` / `<paper>_dim` are what each paper reports (empty where it "
+            "gives no number). Encodings differ from the papers' where docs/deviations.md#data-sources "
+            "says so.\n\n")
     write_text_atomic(md_path, note + shown.to_markdown(index=False) + "\n")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._glm import LABEL_FORMS, GLMLoss, NotSmoothError, check_label_form, row_norms
+from .glm import LABEL_FORMS, GLMLoss, NotSmoothError, check_label_form, row_norms
 from .logistic import Logistic
 from .margin import Hinge, HuberHinge
 from .mlp import MLP

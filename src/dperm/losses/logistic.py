@@ -2,15 +2,15 @@
 
 {0,1} labels (DP-AGD code form): ℓ = log(1 + e^{z}) − y·z, ∇ℓ = (σ(z) − y)·x, z = ⟨w, x⟩.
 ±1 labels (paper form): ℓ = log(1 + e^{−y z}). Both are the same function once ±1 labels are
-mapped to t = (1 + y)/2 ∈ {0, 1}, so one stable kernel (``_numerics``) serves both.
+mapped to t = (1 + y)/2 ∈ {0, 1}, so one stable kernel (``numerics``) serves both.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _numerics as nm
-from ._glm import GLMLoss
+from . import numerics as nm
+from .glm import GLMLoss
 
 
 class Logistic(GLMLoss):
@@ -30,7 +30,7 @@ class Logistic(GLMLoss):
         """(t, s): the {0,1} target and s = 1 − 2t (= −y for ±1 labels)."""
         return nm.logistic_targets(y, self.labels)
 
-    def _target(self, y):
+    def target01(self, y):
         """The {0,1} target t alone (y itself for 01 labels: no copy on the gradient path)."""
         return y if self.labels == "01" else self._targets(y)[0]
 
@@ -38,13 +38,13 @@ class Logistic(GLMLoss):
         return nm.logistic_phi(z, *self._targets(y))
 
     def dphi(self, z, y):
-        return nm.logistic_dphi(z, self._target(y))
+        return nm.logistic_dphi(z, self.target01(y))
 
     def d2phi(self, z, y):
         return nm.logistic_d2phi(z)
 
-    def _dphi_overwrite(self, z, y):
-        return nm.logistic_dphi(z, self._target(y), out=z)
+    def dphi_overwrite(self, z, y):
+        return nm.logistic_dphi(z, self.target01(y), out=z)
 
     def _sum_phi_dphi(self, z, y, out):
         return nm.logistic_sum_phi_dphi(z, *self._targets(y), out=out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._glm import GLMLoss, MarginClassifier, NotSmoothError
+from .glm import GLMLoss, MarginClassifier, NotSmoothError
 
 
 class Hinge(MarginClassifier, GLMLoss):

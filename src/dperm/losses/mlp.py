@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _numerics as nm
-from ._glm import check_label_form
+from . import numerics as nm
+from .glm import check_label_form
 
 
 class MLP:
@@ -107,7 +107,7 @@ class MLP:
 
     def _run(self, theta, X, y, per_chunk):
         """Call ``per_chunk(sl, Xc, lab, S, O, params)`` over row chunks, lab = the chunk's
-        (t, s) label vectors (see ``_numerics.logistic_targets``); True if θ was 1-D."""
+        (t, s) label vectors (see ``numerics.logistic_targets``); True if θ was 1-D."""
         theta = np.asarray(theta, dtype=float)
         squeeze = theta.ndim == 1
         Th = theta[None] if squeeze else theta

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._glm import GLMLoss
+from .glm import GLMLoss
 
 
 def _residual_bound(R, radius):

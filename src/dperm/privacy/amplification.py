@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ._validation import check_delta, check_epsilon, check_sampling_rate
+from .validation import check_delta, check_epsilon, check_sampling_rate
 
 __all__ = [
     "amplify_linear",

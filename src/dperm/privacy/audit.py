@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._validation import check_confidence, check_delta
+from .validation import check_confidence, check_delta
 
 __all__ = ["AuditResult", "clopper_pearson", "epsilon_lower_bound", "audit_outputs"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._validation import check_delta, check_epsilon, check_steps
+from .validation import check_delta, check_epsilon, check_steps
 
 __all__ = ["advanced_composition", "advanced_composition_split"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_epsilon, check_rng, check_sensitivity
+from .validation import check_epsilon, check_rng, check_sensitivity
 
 __all__ = ["exponential_mechanism_probabilities", "exponential_mechanism"]
 

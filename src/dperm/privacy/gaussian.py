@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from ._validation import check_delta, check_epsilon, check_rng, check_sensitivity, check_sigma
+from .validation import check_delta, check_epsilon, check_rng, check_sensitivity, check_sigma
 
 __all__ = [
     "gaussian_delta",

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ._validation import check_delta, check_sampling_rate, check_sigma, check_steps
+from .validation import check_delta, check_sampling_rate, check_sigma, check_steps
 from .rdp import _log_a_integer
 
 __all__ = ["moments_log_moments", "moments_accountant_epsilon"]

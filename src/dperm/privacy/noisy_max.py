@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_epsilon, check_rng, check_sensitivity
+from .validation import check_epsilon, check_rng, check_sensitivity
 
 __all__ = [
     "noisy_max_scale",

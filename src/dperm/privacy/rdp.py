@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
-from ._validation import check_delta, check_epsilon, check_sampling_rate, check_sigma, check_steps
+from .validation import check_delta, check_epsilon, check_sampling_rate, check_sigma, check_steps
 
 __all__ = [
     "DEFAULT_RDP_ORDERS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ._validation import check_delta, check_epsilon, check_rho, check_sensitivity, check_sigma
+from .validation import check_delta, check_epsilon, check_rho, check_sensitivity, check_sigma
 
 __all__ = [
     "zcdp_of_gaussian",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validation import check_delta, check_rho
+from .validation import check_delta, check_rho
 from .zcdp import zcdp_from_dp, zcdp_to_dp
 
 __all__ = ["BudgetExceededError", "Charge", "ZCDPFilter"]

@@ -1,14 +1,21 @@
-"""Zhang, Zheng, Mou & Wang 2017 (IJCAI): Table 3 with the published numbers and ratios, the claims
-check, the error figure, RRPSGD, the Table 2 analogue and the runtime runs.
+"""Zhang, Zheng, Mou & Wang 2017, "Efficient Private ERM for Smooth Objectives" (IJCAI'17):
+OutPert-GD against Bassily et al.'s noisy SGD. What the targets produce and how they differ from
+the paper: docs/papers/zhang2017.md.
 
-``python -m dperm zhang2017 <verb> ...``; every verb is one Snakemake rule of
-``workflow/rules/zhang2017.smk``. The logic is in :mod:`.tables` (assembly, claims, Table 2),
-:mod:`.runs` (RRPSGD and runtime runs) and :mod:`.plot` (figures).
+The grid (Table 3, RRPSGD on an MLP, the runtime runs) is ``config/papers/zhang2017.yaml``; this
+package assembles Table 3 beside the published numbers (:mod:`.tables`), the claims check, the
+error figure (:mod:`.plot`), the Table 2 analogue and the RRPSGD and runtime tables from the
+cell records (:mod:`.runs`), each a ``python -m dperm zhang2017 <verb>`` command run by
+``workflow/rules/papers/zhang2017.smk``.
 """
 
 from __future__ import annotations
 
-from .tables import claims, claims_note, load_published, table2, table3, table3_markdown, table3_note  # noqa: F401
+TITLE = "Zhang et al. 2017: output-perturbation gradient descent"
+
+# (n, d) as the paper's Table 2 gives them (d: the paper's dimension, bias excluded).
+DATASET_SHAPES = {"adult": (32_561, 110), "bank": (45_211, 42), "wine": (6_497, 12), "bike": (17_379, 62),
+                  "credit": (30_000, 34)}
 
 TABLE2_NOTE = ("Table 2 (Zhang et al. 2017) beside ours. Ours: the zhang profile (min-max scaling, one-hot "
                "categoricals, rows with the bias on the unit sphere, regression targets in [0, 1]); d_paper is the "
@@ -17,12 +24,12 @@ TABLE2_NOTE = ("Table 2 (Zhang et al. 2017) beside ours. Ours: the zhang profile
 
 
 def add_cli(sub) -> None:
-    p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime runs")
+    p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
     verbs = p.add_subparsers(dest="verb", required=True)
 
-    v = verbs.add_parser("table3", help="Table 3 from the table3 run records and the published numbers")
+    v = verbs.add_parser("table3", help="Table 3 from the table3 cell records and the published numbers")
     v.add_argument("records", nargs="+")
-    v.add_argument("--paper", required=True)
+    v.add_argument("--spec", required=True, help="JSON: models, bassily batch size, the experiment, tuning note")
     v.add_argument("--csv", required=True)
     v.add_argument("--md", required=True)
     v.set_defaults(func=_table3)
@@ -45,90 +52,67 @@ def add_cli(sub) -> None:
     v.add_argument("--md", required=True)
     v.set_defaults(func=_table2)
 
-    v = verbs.add_parser("rrpsgd-run", help="RRPSGD runs at one (noise, epsilon)")
-    v.add_argument("--paper", required=True)
-    v.add_argument("--data", required=True)
-    v.add_argument("--noise", required=True, choices=["theorem4", "calibrated"])
-    v.add_argument("--epsilon", required=True, type=float)
-    v.add_argument("--seed", required=True, type=int)
-    v.add_argument("--out", required=True)
-    v.set_defaults(func=_rrpsgd_run)
-
-    v = verbs.add_parser("rrpsgd", help="RRPSGD table and figure from its runs")
+    v = verbs.add_parser("rrpsgd", help="RRPSGD table and figure from the rrpsgd cell records")
     v.add_argument("records", nargs="+")
-    v.add_argument("--paper", required=True)
+    v.add_argument("--spec", required=True, help="JSON: the experiment, its algorithms and model")
     v.add_argument("--csv", required=True)
     v.add_argument("--md", required=True)
     v.add_argument("--png", required=True)
     v.add_argument("--pdf", required=True)
     v.set_defaults(func=_rrpsgd)
 
-    v = verbs.add_parser("runtime-run", help="one runtime run of one algorithm on one dataset")
-    v.add_argument("--paper", required=True)
-    v.add_argument("--data", required=True)
-    v.add_argument("--dataset", required=True)
-    v.add_argument("--algorithm", required=True, choices=["outpert-gd", "bassily-sgd"])
-    v.add_argument("--run", required=True, type=int)
-    v.add_argument("--seed", required=True, type=int)
-    v.add_argument("--optimum", action="append", default=[], metavar="MODEL=CSV",
-                   help="certified optimum file of a model (for the error of the run)")
-    v.add_argument("--out", required=True)
-    v.set_defaults(func=_runtime_run)
-
-    v = verbs.add_parser("runtime", help="runtime table from the runtime runs")
+    v = verbs.add_parser("runtime", help="runtime table from the runtime cell records")
     v.add_argument("records", nargs="+")
-    v.add_argument("--paper", required=True)
+    v.add_argument("--spec", required=True, help="JSON: the runtime experiments")
     v.add_argument("--csv", required=True)
     v.add_argument("--md", required=True)
     v.set_defaults(func=_runtime)
 
-
-def _log(text):
-    import logging
-
-    logging.getLogger("dperm").info(text)
+    for v in verbs.choices.values():
+        v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
 
 
-def _paper(path):
-    from ...experiments import load_paper
+def _published():
+    from .. import published
+    from .tables import load_published
 
-    return load_paper(path)
-
-
-def _records(paths):
-    import pandas as pd
-
-    return pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in paths], ignore_index=True)
+    with published("zhang2017", "table3.csv").open() as fh:
+        return load_published(fh)
 
 
 def _table3(args) -> None:
-    from ...files import write_text_atomic
+    import json
 
-    paper = _paper(args.paper)
-    cfg = paper["analyses"]["table3"]
-    batch = int(paper["algorithms"]["bassily-sgd"].get("batch_size", 50))
-    tuning = f"non-private ({cfg['nonprivate_tuning']})"
-    table = table3(_records(args.records), load_published(cfg["published"]), paper["models"], batch, tuning)
-    experiments = {name: paper["experiments"][name] for name in cfg["experiments"]}
+    from ...files import write_text_atomic
+    from ...report.captions import with_quick_note
+    from ...report.tables import read_records
+    from .tables import table3, table3_markdown, table3_note
+
+    spec = json.loads(args.spec)
+    tuning = f"non-private ({spec['nonprivate_tuning']})"
+    table = table3(read_records(args.records), _published(), spec["models"], int(spec["batch_size"]), tuning)
     write_text_atomic(args.csv, table.to_csv(index=False))
     shown = table3_markdown(table)
-    write_text_atomic(args.md, table3_note(table, experiments, tuning) + "\n\n"
-                      + shown.astype(object).where(shown.notna(), "").to_markdown(index=False) + "\n")
-    _log(f"table 3: {len(table)} cells -> {args.csv}")
+    note = with_quick_note(table3_note(table, spec["experiments"], tuning), args.quick)
+    write_text_atomic(args.md, note + "\n\n" + shown.astype(object).where(shown.notna(), "").to_markdown(index=False)
+                      + "\n")
 
 
 def _claims(args) -> None:
     import pandas as pd
 
-    from ...cli import write_table
+    from ...report.captions import with_quick_note
+    from ...report.tables import write_table
+    from .tables import claims, claims_note
 
     table = claims(pd.read_csv(args.table3))
-    write_table(table, args.csv, args.md, claims_note(table))
+    write_table(table, args.csv, args.md, with_quick_note(claims_note(table), args.quick))
 
 
 def _figure(args) -> None:
     import pandas as pd
 
+    from ...report.captions import with_quick_note
     from .plot import error_figure
 
     table = pd.read_csv(args.table3)
@@ -139,85 +123,68 @@ def _figure(args) -> None:
                "sphere (the paper's scaling is unknown, so levels differ). Bassily et al. run "
                f"min(n²/m, {', '.join(map(str, caps))}) steps with noise for the steps run; OutPert-GD uses Theorem 2/3's "
                "T and η with D from a non-private solve (tuning: non-private). Non-positive values are not drawn.")
-    error_figure(table, args.png, args.pdf, title="Zhang et al. 2017, Table 3: error against ε", caption=caption)
+    title = ("[quick run] " if args.quick else "") + "Zhang et al. 2017, Table 3: error against ε"
+    error_figure(table, args.png, args.pdf, title=title, caption=with_quick_note(caption, args.quick))
 
 
 def _table2(args) -> None:
-    from ...cli import write_table
+    from ...report.captions import with_quick_note
+    from ...report.tables import write_table
+    from .tables import table2
 
-    write_table(table2(args.provenance), args.csv, args.md, TABLE2_NOTE)
-
-
-def _rrpsgd_run(args) -> None:
-    from ...datasets.prepare import load_prepared
-    from ...files import write_text_atomic
-    from .runs import run_rrpsgd
-
-    cfg = _paper(args.paper)["analyses"]["rrpsgd"]
-    arrays, _ = load_prepared(args.data)
-    records = run_rrpsgd(cfg, arrays, args.noise, args.epsilon, args.seed)
-    write_text_atomic(args.out, records.to_csv(index=False))
-    _log(f"rrpsgd {args.noise} eps={args.epsilon:g}: {len(records)} runs -> {args.out}")
+    write_table(table2(args.provenance, DATASET_SHAPES), args.csv, args.md, with_quick_note(TABLE2_NOTE, args.quick))
 
 
 def _rrpsgd(args) -> None:
-    from ...cli import write_table
+    import json
+
+    from ...report.captions import with_quick_note
+    from ...report.tables import read_records, write_table
     from .plot import rrpsgd_figure
     from .runs import rrpsgd_table
 
-    cfg = _paper(args.paper)["analyses"]["rrpsgd"]
-    table = rrpsgd_table(_records(args.records))
-    model = cfg["model"]
+    spec = json.loads(args.spec)
+    (exp,) = spec["experiments"].values()
+    model = spec["models"][exp["models"][0]]
+    table = rrpsgd_table(read_records(args.records))
     hidden = model.get("loss_params", {}).get("hidden", "d")
-    hyper = cfg.get("hyper", {})
+    hyper = next(iter(spec["algorithms"].values()))
     note = (f"RRPSGD (Zhang et al. 2017, Alg. 2; the paper has no experiment for it) on a one-hidden-layer tanh MLP "
-            f"(width {hidden}, logistic output, μ = {model.get('l2', 0):g}) on {cfg['dataset']}, δ = {cfg['delta']:g}, "
-            f"{int(table['runs'].max())} runs per setting. Metric: ‖∇F(w_R)‖² of the full training objective at the "
-            f"released iterate (Theorem 5 bounds its expectation; the bound is evaluated with the declared smoothness "
-            f"β = {hyper.get('smoothness')} and N = max_steps = {hyper.get('max_steps')} rounds in place of n²). "
-            "Noise 'theorem4' is Algorithm 2's density (proven for ε ≤ 1, so ε = 2 is not run with it); 'calibrated' "
-            "is our amplification + advanced-composition calibration for the N rounds that can run (valid for every ε). "
-            f"Per-example gradients clipped to L = {hyper.get('clip')} (the MLP has no global Lipschitz constant). "
-            "grad_norm_sq_at_init = mean ‖∇F(w₀)‖² over independent public random initialisations.")
-    write_table(table, args.csv, args.md, note)
-    rrpsgd_figure(table, args.png, args.pdf, title=f"RRPSGD on an MLP ({cfg['dataset']}): E‖∇F(w_R)‖² against ε",
-                  caption="Dotted: Theorem 5's bound with the declared β. Dashed black: ‖∇F‖² at the random "
-                          "initialisation. Bands: 95% CI of the mean (lower edge at a tenth of the smallest mean where it reaches 0).")
-
-
-def _runtime_run(args) -> None:
-    import pandas as pd
-
-    from ...datasets.prepare import load_prepared
-    from ...files import write_text_atomic
-    from .runs import run_runtime
-
-    optima = {}
-    for item in args.optimum:
-        model, _, path = item.partition("=")
-        optima[model] = float(pd.read_csv(path)["F_star"].iloc[0])
-    arrays, _ = load_prepared(args.data)
-    records = run_runtime(_paper(args.paper), args.dataset, args.algorithm, args.run, arrays, optima, args.seed,
-                          log=_log)
-    write_text_atomic(args.out, records.to_csv(index=False))
+            f"(width {hidden}, logistic output, μ = {model.get('l2', 0):g}) on {', '.join(exp['datasets'])}, "
+            f"δ = {exp['delta']:g}, {int(table['runs'].max())} runs per setting. Metric: ‖∇F(w_R)‖² of the full "
+            "training objective at the released iterate (Theorem 5 bounds its expectation; the bound is evaluated "
+            f"with the declared smoothness β = {hyper.get('smoothness')} and N = max_steps = {hyper.get('max_steps')} "
+            "rounds in place of n²). Noise 'theorem4' is Algorithm 2's density (proven for ε ≤ 1, so ε = 2 is not run "
+            "with it); 'calibrated' is our amplification + advanced-composition calibration for the N rounds that can "
+            f"run (valid for every ε). Per-example gradients clipped to L = {hyper.get('clip')} (the MLP has no global "
+            "Lipschitz constant). grad_norm_sq_at_init = mean ‖∇F(w₀)‖² at each run's public random initialisation. "
+            "Seconds: wall time per run.")
+    write_table(table, args.csv, args.md, with_quick_note(note, args.quick))
+    title = ("[quick run] " if args.quick else "") + \
+        f"RRPSGD on an MLP ({', '.join(exp['datasets'])}): E‖∇F(w_R)‖² against ε"
+    rrpsgd_figure(table, args.png, args.pdf, title=title, caption=with_quick_note(
+        "Dotted: Theorem 5's bound with the declared β. Dashed black: ‖∇F‖² at the random initialisation. "
+        "Bands: 95% CI of the mean (lower edge at a tenth of the smallest mean where it reaches 0).", args.quick))
 
 
 def _runtime(args) -> None:
-    from ...cli import write_table
+    import json
+
+    from ...report.captions import with_quick_note
+    from ...report.tables import read_records, write_table
     from .runs import runtime_table
 
-    paper = _paper(args.paper)
-    cfg = paper["analyses"]["runtime"]
-    table = runtime_table(_records(args.records), load_published(paper["analyses"]["table3"]["published"]))
+    spec = json.loads(args.spec)
+    table = runtime_table(read_records(args.records), _published())
     bassily = table[table["algorithm"] == "bassily-sgd"]
     capped = bool((bassily["steps"] < bassily["steps_theorem"]).any())
-    note = ("Runtime at the theorems' settings (zhang2017-runtime): CPU seconds per run (process time, BLAS pinned to "
-            "one thread) on a shared 2-core machine, beside the paper's CPU time. OutPert-GD: Theorem 2/3's T, "
-            f"{cfg['outpert_runs']} independent run(s) per (dataset, μ, ε), each with its own descent. Bassily et al.: "
-            + (f"steps capped at {cfg.get('steps_cap')} (CI-size configuration: NOT the theorem's T = n²/m), "
+    runs = sorted({e["protocol"]["repeats"] * e["protocol"]["draws"] for e in spec["experiments"].values()})
+    note = ("Runtime at the theorems' settings (zhang2017-runtime): wall seconds per run, each job pinned to one "
+            "BLAS thread, on a 2-core machine, beside the paper's CPU time. OutPert-GD: Theorem 2/3's T, each run with "
+            f"its own descent ({', '.join(map(str, runs))} run(s) per cell). Bassily et al.: "
+            + ("steps capped (a reduced configuration: NOT the theorem's T = n²/m), "
                if capped else "the theorem's T = n²/m steps (m = 50, uncapped), ")
-            + f"at ε = {cfg['epsilon']:g}, runs per dataset and μ as "
-            "listed (the per-step cost does not depend on ε or μ; the published Bassily time is the mean of the "
-            "paper's four ε of that dataset and μ). error_mean = E[F(w_priv)] − F(ŵ) of these runs. The number of "
-            "runs is what fits the 60-minute budget of this target on 2 cores (BANK's 40.9M steps are the largest).")
-    write_table(table, args.csv, args.md, note)
+            + "one run per dataset and μ listed (the per-step cost does not depend on ε or μ; the published Bassily "
+              "time is the mean of the paper's four ε of that dataset and μ). error_mean = E[F(w_priv)] − F(ŵ) of "
+              "these runs. The number of runs is what fits an hour on 2 cores (BANK's 40.9M steps are the largest).")
+    write_table(table, args.csv, args.md, with_quick_note(note, args.quick))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...figures import _epsilon_ticks, _legend_and_caption, _save  # selects the Agg backend first
+from ...report.figures import epsilon_axis, legend_and_caption, save_figure  # selects the Agg backend first
 
-import matplotlib.pyplot as plt  # noqa: E402  (after dperm.figures chose the backend)
+import matplotlib.pyplot as plt  # noqa: E402  (after dperm.report.figures chose the backend)
 
 SERIES = [("outpert", "OutPert-GD (ours)", "tab:blue", "o"), ("bassily", "Bassily et al. (ours, step cap)", "tab:red", "s")]
 
@@ -49,15 +49,15 @@ def error_figure(t: pd.DataFrame, png, pdf, *, title="", caption=""):
                     ax.plot(eps, _positive(pub), marker=marker, mfc="none", color=colour, ls="--", lw=1.0, ms=5,
                             label=label.split(" (")[0] + " (published)")
             ax.set_yscale("log")
-            _epsilon_ticks(ax, cell)
+            epsilon_axis(ax, cell)
             ax.set_title(f"{dataset}, μ = {cell['mu'].iloc[0]:g}", fontsize=10)
             if i == 1:
                 ax.set_xlabel("ε (log scale)")
             if j == 0:
                 ax.set_ylabel("error E[F(w_priv)] − F(ŵ)")
             ax.grid(alpha=0.3, which="both", lw=0.5)
-    _legend_and_caption(fig, axes, title, caption)
-    _save(fig, png, pdf)
+    legend_and_caption(fig, axes, title, caption)
+    save_figure(fig, png, pdf)
 
 
 def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
@@ -77,9 +77,9 @@ def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
     init = table["grad_norm_sq_at_init"].iloc[0]
     ax.axhline(init, color="black", ls="--", lw=1.0, label="‖∇F(w₀)‖² at the random initialisation")
     ax.set_yscale("log")
-    _epsilon_ticks(ax, table)
+    epsilon_axis(ax, table)
     ax.set_xlabel("ε (log scale)")
     ax.set_ylabel("squared gradient norm")
     ax.grid(alpha=0.3, which="both", lw=0.5)
-    _legend_and_caption(fig, np.array([[ax]]), title, caption, ncol=2)
-    _save(fig, png, pdf)
+    legend_and_caption(fig, np.array([[ax]]), title, caption, ncol=2)
+    save_figure(fig, png, pdf)

@@ -1,8 +1,9 @@
-"""Zhang, Zheng, Mou & Wang 2017 (IJCAI): Table 3 beside the published numbers, the claims check,
-the error figure, RRPSGD, the Table 2 analogue and the runtime runs (spec §3.7, decision Q7).
+"""Zhang, Zheng, Mou & Wang 2017 (IJCAI): Table 3 beside the published numbers, the claims check
+and the Table 2 analogue (docs/papers/zhang2017.md; choices: docs/deviations.md#zhang-unknowns).
 
 Table 3 joins the run records of the ``table3`` experiment (logistic regression on the
-classification sets, Huber on the regression sets) with ``config/published/zhang2017_table3.csv``.
+classification sets, Huber on the regression sets) with the published numbers
+(``published/table3.csv`` in this package).
 Error = E[F(w_priv)] − F(ŵ) is ``excess_risk`` (F with its μ-term, against the certified
 optimum); CPU time per run is ``fit_seconds`` (OutPert-GD: one run's descent + one noise draw,
 although the 100 draws of a cell share the descent). Bassily et al. run a capped number of steps
@@ -23,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...tables import summarise
+from ...report.tables import summarise
 
 ALGOS = {"outpert-gd": "outpert", "bassily-sgd": "bassily"}
 ZHAO = "Zhao"  # the note OutPert-GD writes when it switches to the valid-for-all-ε Gaussian
-SEED_NOTE = "published: Zhang et al. 2017 Table 3 (config/published/zhang2017_table3.csv)"
+SEED_NOTE = "published: Zhang et al. 2017 Table 3 (src/dperm/papers/zhang2017/published/table3.csv)"
 
 
 def load_published(path) -> pd.DataFrame:
@@ -143,7 +144,7 @@ def table3_note(t: pd.DataFrame, experiments: dict, tuning: str) -> str:
         "Bassily et al. is mini-batch noisy SGD with m = 50 (sampled with replacement), BST14's step sizes "
         "and projection; logistic loss log(1 + e^{−y⟨w,x⟩}); Huber δ_H = 1; categoricals one-hot; Adult from "
         "its 32,561-row training file. **Differs from the paper**: (1) rows, bias included, are scaled to the "
-        "unit sphere and regression targets to [0, 1] (decision Q7; the paper's scaling is unknown), so levels "
+        "unit sphere and regression targets to [0, 1] (docs/deviations.md#zhang-unknowns; the paper's scaling is unknown), so levels "
         "differ and ratios compare orders of magnitude; (2) Bassily et al. run "
         f"min(n²/m, {', '.join(map(str, caps))}) steps — the step budget of this table — with the noise "
         "calibrated (amplification + advanced composition, valid-for-all-ε Gaussian) for the steps actually "
@@ -203,15 +204,14 @@ def claims_note(c: pd.DataFrame) -> str:
 
 # -- Table 2 analogue -------------------------------------------------------------------------------
 
-def table2(provenance_files, order=("bank", "adult", "credit", "wine", "bike")) -> pd.DataFrame:
-    """Zhang et al.'s Table 2 beside ours (prepared with the zhang profile): n, d, type."""
-    from ...datasets.registry import DATASETS
-
+def table2(provenance_files, shapes: dict, order=("bank", "adult", "credit", "wine", "bike")) -> pd.DataFrame:
+    """Zhang et al.'s Table 2 beside ours (prepared with the zhang profile): n, d, type.
+    ``shapes``: dataset -> (n, d) as the paper reports them."""
     rows = {}
     for path in provenance_files:
         prov = json.loads(Path(path).read_text())
         key = prov["dataset"]
-        n_paper, d_paper = DATASETS[key].paper_shapes.get("zhang2017", (None, None))
+        n_paper, d_paper = shapes.get(key, (None, None))
         rows[key] = {"dataset": key, "type": prov["task"], "n_ours": prov["n"], "n_paper": n_paper,
                      "features_ours": prov["n_features"], "p_ours (with bias)": prov["p"], "d_paper": d_paper,
                      "files": ", ".join(prov["profile"]["parts"]),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from ._numerics import scratch
+from .numerics import scratch
 
 LABEL_FORMS = ("01", "pm1", "real")
 
@@ -65,7 +65,7 @@ class GLMLoss:
     """Base class: subclasses define ``phi``, ``dphi``, ``d2phi`` on scores z (last axis = rows).
 
     These three return fresh arrays and leave ``z`` alone; the model-level methods hold the
-    scores in a scratch buffer and let ``_dphi_overwrite`` reuse it.
+    scores in a scratch buffer and let ``dphi_overwrite`` reuse it.
     """
 
     name = ""
@@ -90,7 +90,7 @@ class GLMLoss:
     def _sum_phi(self, z, y):
         return self.phi(z, y).sum(axis=-1)
 
-    def _dphi_overwrite(self, z, y):
+    def dphi_overwrite(self, z, y):
         """φ'(z), allowed to overwrite the scratch scores ``z``."""
         return self.dphi(z, y)
 
@@ -120,7 +120,7 @@ class GLMLoss:
 
     def grad(self, w, X, y):
         """Mean gradient (1/n) Σ ∇ℓ_i(w) = (1/n) Xᵀ φ'(z)."""
-        g = self._times_X(self._dphi_overwrite(self._scratch_scores(w, X), y), X)
+        g = self._times_X(self.dphi_overwrite(self._scratch_scores(w, X), y), X)
         g /= X.shape[0]
         return g
 
@@ -138,7 +138,7 @@ class GLMLoss:
 
     def per_example_grad(self, w, X, y):
         """∇ℓ_i(w) = φ'(z_i)·x_i: ``(n, p)`` or ``(draws, n, p)`` — materialised, use on batches."""
-        return self._dphi_overwrite(self._scratch_scores(w, X), y)[..., None] * X
+        return self.dphi_overwrite(self._scratch_scores(w, X), y)[..., None] * X
 
     def hvp(self, w, v, X, y):
         """∇²F(w)·v = (1/n) Xᵀ (φ''(z) ⊙ X v); ``v`` has the shape of ``w``."""
@@ -156,7 +156,7 @@ class GLMLoss:
         """
         if not clip > 0:
             raise ValueError(f"clip must be positive, got {clip!r}")
-        d = self._dphi_overwrite(self._scratch_scores(w, X), y)
+        d = self.dphi_overwrite(self._scratch_scores(w, X), y)
         nrm = np.sqrt(np.einsum("ij,ij->i", X, X)) if row_norms is None else row_norms
         return clipped_sum(d, X, nrm, clip, scratch("c", d.shape))
 

@@ -1,4 +1,4 @@
-"""Figures from summary tables (:mod:`dperm.tables`): curves against ε and parameter sweeps.
+"""Figures from summary tables (:mod:`.tables`): curves against ε and parameter sweeps.
 
 Every curve is a cell mean with its 95% confidence band; NonPrivate and Majority are horizontal
 lines; ε axes are logarithmic. An algorithm whose ε is computed (SGD-MA) is drawn at the mean
@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .files import atomic_path  # noqa: E402
+from ..files import atomic_path  # noqa: E402
 
 BASELINES = {"nonprivate": ("NonPrivate", "black", "--"), "majority": ("Majority", "grey", ":")}
 METRIC_LABELS = {"accuracy": "test accuracy", "objective": "training objective (mean loss)",
@@ -59,7 +59,7 @@ def _x(rows: pd.DataFrame) -> np.ndarray:
     return np.where(computed, rows["epsilon_spent_mean"], rows["epsilon"]).astype(float)
 
 
-def _epsilon_ticks(ax, data):
+def epsilon_axis(ax, data):
     """Log ε axis with ticks at the target ε values, written plainly (0.05, 0.1, ... 1.6)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -81,7 +81,7 @@ def _unavailable(ax, heading, reason):
     ax.set_title(heading)
 
 
-def _save(fig, png, pdf):
+def save_figure(fig, png, pdf):
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path, suffix=f".{fmt}") as tmp:
             fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
@@ -122,7 +122,7 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
                         **style[key])
                 ax.fill_between(cell["x"], mean - half, mean + half, color=style[key]["color"],
                                 alpha=0.15, lw=0)
-            _epsilon_ticks(ax, data)
+            epsilon_axis(ax, data)
             if i == 0:
                 ax.set_title(heading)
             if i == len(metrics) - 1:
@@ -130,8 +130,8 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
             if j == 0:
                 ax.set_ylabel(METRIC_LABELS.get(metric, metric))
             ax.grid(alpha=0.3, which="both", lw=0.5)
-    _legend_and_caption(fig, axes, title, caption)
-    _save(fig, png, pdf)
+    legend_and_caption(fig, axes, title, caption)
+    save_figure(fig, png, pdf)
 
 
 def metric_label(metric: str, protocol: dict | None = None) -> str:
@@ -142,11 +142,16 @@ def metric_label(metric: str, protocol: dict | None = None) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
-def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption="",
+def sweep_figure(summary: pd.DataFrame, *, param, values, png, pdf, title="", caption="",
                  metrics=("accuracy", "objective"), param_label=None, protocol=None):
-    """One panel per metric; x = the swept hyper-parameter, one line per ε."""
+    """One panel per metric; x = the swept hyper-parameter, one line per ε. ``values`` maps each
+    cell's algorithm key (a sweep key such as ``dp-agd-splits20``) to its swept value as the
+    configuration gives it."""
     rows = summary.copy()
-    rows["value"] = rows["sweep"].str.split("=", n=1).str[1].astype(float)
+    unknown = sorted(set(rows["algorithm"]) - set(values))
+    if unknown:
+        raise ValueError(f"sweep figure of {param!r}: no swept value for algorithm keys {unknown}")
+    rows["value"] = rows["algorithm"].map(values).astype(float)
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
     style = _cycle(sorted(rows["epsilon"].unique()))
     for j, metric in enumerate(metrics):
@@ -160,11 +165,11 @@ def sweep_figure(summary: pd.DataFrame, *, param, png, pdf, title="", caption=""
         ax.set_xlabel(param_label or param)
         ax.set_ylabel(metric_label(metric, protocol))
         ax.grid(alpha=0.3, lw=0.5)
-    _legend_and_caption(fig, axes, title, caption)
-    _save(fig, png, pdf)
+    legend_and_caption(fig, axes, title, caption)
+    save_figure(fig, png, pdf)
 
 
-def _legend_and_caption(fig, axes, title, caption, ncol=5):
+def legend_and_caption(fig, axes, title, caption, ncol=5):
     handles, labels = {}, {}
     for ax in axes.flat:
         for h, l in zip(*ax.get_legend_handles_labels()):

@@ -58,7 +58,7 @@ import math
 
 import numpy as np
 
-from ..losses import Hinge, Logistic
+from ...losses import Hinge, Logistic
 
 __all__ = ["CandidateScorer", "candidate_grid", "naive_candidate_scores"]
 
@@ -128,7 +128,7 @@ class CandidateScorer:
         y = np.asarray(y, dtype=float)
         self.y = y
         if self.kind == "logistic":
-            self.sign = 2.0 * self.loss._target(y) - 1.0  # ℓ = softplus(−s·z) for either label form
+            self.sign = 2.0 * self.loss.target01(y) - 1.0  # ℓ = softplus(−s·z) for either label form
             self._negsign = -self.sign
             self._negsign32 = self._negsign.astype(np.float32)
         elif self.kind == "hinge":

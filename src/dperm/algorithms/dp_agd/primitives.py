@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from ..losses import Hinge
-from ..privacy import ZCDPFilter
+from ...losses import Hinge
+from ...privacy import ZCDPFilter
 
 __all__ = ["CodeBudget", "FilterBudget", "clipped_dphi", "clipped_grad_from_scores", "grad_avg"]
 
@@ -46,7 +46,7 @@ def clipped_dphi(loss, z, y, limit, out):
         d = out
     else:
         np.copyto(out, z)
-        d = loss._dphi_overwrite(out, y)  # the logistic kernel works in place; others allocate
+        d = loss.dphi_overwrite(out, y)  # the logistic kernel works in place; others allocate
     np.maximum(d, limit[0], out=out)
     np.minimum(out, limit[1], out=out)
     return out

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .files import write_text_atomic
+from ..files import write_text_atomic
 
 KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting", "sweep",
         "tuning", "dp_as_implemented"]
@@ -58,8 +58,21 @@ def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap",
     return head + shown.to_markdown(index=False) + "\n"
 
 
-def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "") -> pd.DataFrame:
+def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "", note: str = "") -> pd.DataFrame:
+    """The summary of ``records`` as CSV and as Markdown (``note`` above the table)."""
     summary = summarise(records)
     write_text_atomic(csv_path, summary.to_csv(index=False))
-    write_text_atomic(md_path, markdown(summary, title=title))
+    write_text_atomic(md_path, (note.strip() + "\n\n" if note.strip() else "") + markdown(summary, title=title))
     return summary
+
+
+def write_table(frame: pd.DataFrame, csv_path, md_path, note: str, floatfmt: str = ".5g") -> None:
+    """A table as CSV and as Markdown with a note above it (empty cells where a value is unknown)."""
+    write_text_atomic(csv_path, frame.to_csv(index=False))
+    shown = frame.astype(object).where(frame.notna(), "")
+    write_text_atomic(md_path, note.strip() + "\n\n" + shown.to_markdown(index=False, floatfmt=floatfmt) + "\n")
+
+
+def read_records(paths) -> pd.DataFrame:
+    """Run records of several cell files as one frame (empty strings stay empty, not NaN)."""
+    return pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in paths], ignore_index=True)

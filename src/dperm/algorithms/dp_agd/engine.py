@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from ..privacy import noisy_max_scale, zcdp_from_dp
-from .base import Privacy
-from .dp_agd_primitives import (CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores,
+from ...privacy import noisy_max_scale, zcdp_from_dp
+from ..base import Privacy
+from .primitives import (CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores,
                                 grad_avg)
-from .dp_agd_scores import CandidateScorer, candidate_grid
-from .dp_sgd import poisson_batch
+from .scores import CandidateScorer, candidate_grid
+from .._batched_sgd import poisson_batch
 
 
 SAMPLINGS = ("poisson", "fixed")
 GROUP = 64  # chains advanced in lockstep together
 GROUP_ELEMENTS = 4_000_000  # … and at most this many (chains × rows) per buffer
 BLOCK = 64  # chains per matrix product (one block per group up to 64 chains: fewest passes over X)
-SCORE_DTYPE = np.float32  # precision of the logistic candidate scores (dp_agd_scores, "float32")
+SCORE_DTYPE = np.float32  # precision of the logistic candidate scores (scores.py, "float32")
 REFRESH = 32  # full-batch: X·w is recomputed exactly every REFRESH accepted steps (float32 X·d)
 
 
@@ -263,7 +263,7 @@ class _FullBatch:
     With float32 scores (logistic loss) the search products D·Xᵀ are float32 too (half the
     memory traffic; the scores round X·d to float32 anyway). Privacy is unaffected: row i's
     score term is still a function of (x_i, y_i) and released values alone, in [0, C_obj]
-    (dp_agd_scores, "float32 scores"). X·w then follows the steps with float32-accurate X·d,
+    (scores.py, "float32 scores"). X·w then follows the steps with float32-accurate X·d,
     so it is recomputed exactly every REFRESH accepted steps (drift ≲ 1e-6 relative in between).
     The gradient products R·X stay float64: their sensitivity argument is the float64 one."""
 

@@ -72,7 +72,7 @@ buffers, and BLAS computes each row of a block from that row alone, so a chain r
 its slot gives the same bits (the tests check it for both variants and losses). Mini-batch
 chains (each samples its own rows) take the same rounds with per-chain products. Cost per
 search and chain: 2/``draws``-ish passes over X, O(n·m) float32 elementwise work for the
-logistic scores, O(n) for the hinge (:mod:`.dp_agd_scores`).
+logistic scores, O(n) for the hinge (:mod:`.scores`).
 
 Several ε at once (``fit_settings``, used by the protocol for the ε of one row): the chains of
 every target join one lockstep group (up to ``GROUP`` chains), each with its own generator,
@@ -85,14 +85,12 @@ to 1.6). Mini-batch runs fit one target at a time.
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import numpy as np
 
-from .base import FitResult, Privacy, draw_rngs, fits_settings
-from .dp_agd_engine import (CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups,  # noqa: F401
+from ..base import FitResult, Privacy, draw_rngs
+from .engine import (CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups,  # noqa: F401
                             run_chains, run_once)
-from .registry import register
+from ..registry import register, register_variant
 
 
 def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_size, batch_sampling,
@@ -118,7 +116,7 @@ def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_
         raise ValueError(f"init must have shape ({problem.p},); got {np.shape(init)}")
 
 
-def _fit_settings(sem: Semantics, problem, privacies, rngs, draws, **hyper) -> list[FitResult]:
+def _fit_settings(problem, privacies, rngs, draws, *, semantics: Semantics, **hyper) -> list[FitResult]:
     """``draws`` runs for each privacy target, target i's from generator ``rngs[i]``; one
     :class:`FitResult` per target. Full batch: the chains of all targets share lockstep groups
     (and so the passes over X); mini-batches: one target at a time (per-chain products share
@@ -139,8 +137,8 @@ def _fit_settings(sem: Semantics, problem, privacies, rngs, draws, **hyper) -> l
         chain_rngs = [rng for group in kids for rng in group]
         for start, size in groups(len(chain_rngs), problem.n):
             runs += run_chains(problem, chain_targets[start:start + size], chain_rngs[start:start + size],
-                               sem, **hyper)
-    return [_result(sem, privacy, runs[i * draws:(i + 1) * draws]) for i, privacy in enumerate(privacies)]
+                               semantics, **hyper)
+    return [_result(semantics, privacy, runs[i * draws:(i + 1) * draws]) for i, privacy in enumerate(privacies)]
 
 
 def _result(sem: Semantics, privacy, runs) -> FitResult:
@@ -162,34 +160,21 @@ def _result(sem: Semantics, privacy, runs) -> FitResult:
 _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size, adaptive ρ_ng"
 
 
-@register("dp-agd", description=_DOC + "; corrected (zCDP filter, add/remove)")
-@fits_settings(partial(_fit_settings, CORRECT))
+@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings,
+          description=_DOC + "; corrected (zCDP filter, add/remove)")
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,
                batch_size: int | None = None, batch_sampling: str = "poisson", n_steps: int = 20,
                step_max: float = 2.0, step_window: int = 10, step_growth: float = 0.1,
-               step_cap: float | None = 2.0, init=None) -> FitResult:
-    """DP-AGD, corrected; see the module docstring for the guarantee and every departure."""
-    return _fit_settings(CORRECT, problem, [privacy], [rng], draws, grad_clip=grad_clip,
-                         obj_clip=obj_clip, gamma=gamma, splits=splits, exp_dec=exp_dec,
-                         batch_size=batch_size, batch_sampling=batch_sampling, n_steps=n_steps,
-                         step_max=step_max, step_window=step_window, step_growth=step_growth,
-                         step_cap=step_cap, init=init)[0]
+               step_cap: float | None = 2.0, init=None, semantics: Semantics = CORRECT) -> FitResult:
+    """DP-AGD at one privacy target: :func:`_fit_settings` with every keyword as given. See the
+    module docstring for the guarantee and every departure (``semantics`` is fixed by the
+    registration: :data:`CORRECT` here, :data:`REFERENCE` for ``dp-agd-reference``)."""
+    keywords = {k: v for k, v in locals().items() if k not in ("problem", "privacy", "rng", "draws")}
+    return _fit_settings(problem, [privacy], [rng], draws, **keywords)[0]
 
 
-@register("dp-agd-reference", variant="reference", dp_as_implemented=False,
-          caveat="not DP as implemented: NoisyMin noise sign flipped (spec P1)",
-          description=_DOC + "; reference-code semantics (D1–D3, P1)")
-@fits_settings(partial(_fit_settings, REFERENCE))
-def fit_dp_agd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
-                         obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60,
-                         exp_dec: float = 1.0, batch_size: int | None = None,
-                         batch_sampling: str = "fixed", n_steps: int = 20, step_max: float = 2.0,
-                         step_window: int = 10, step_growth: float = 0.1, step_cap: float | None = 2.0,
-                         init=None) -> FitResult:
-    """DP-AGD as the reference code runs it (not DP: spec §5 P1); see the module docstring."""
-    return _fit_settings(REFERENCE, problem, [privacy], [rng], draws, grad_clip=grad_clip,
-                         obj_clip=obj_clip, gamma=gamma, splits=splits, exp_dec=exp_dec,
-                         batch_size=batch_size, batch_sampling=batch_sampling, n_steps=n_steps,
-                         step_max=step_max, step_window=step_window, step_growth=step_growth,
-                         step_cap=step_cap, init=init)[0]
+register_variant("dp-agd-reference", of="dp-agd", switches={"semantics": REFERENCE},
+                 defaults={"batch_sampling": "fixed"}, dp_as_implemented=False,
+                 caveat="not DP as implemented: NoisyMin noise sign flipped (spec P1)",
+                 description=_DOC + "; reference-code semantics (D1–D3, P1)")

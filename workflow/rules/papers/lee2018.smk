@@ -1,0 +1,85 @@
+# Lee & Kifer 2018 (src/dperm/papers/lee2018/, docs/papers/lee2018.md): the tables that are not
+# grids of cells, the claims check, and the paper target.
+LEE = PAPERS["lee2018"]
+
+
+rule lee2018_table1:
+    input:
+        data=prepared(LEE["analyses"]["table1"]["dataset"]),
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/table1.csv",
+            caption=paper_caption("lee2018", "table1"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/table1.md",
+    params:
+        spec=experiments.dumps(LEE["analyses"]["table1"]),
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report", "losses"),
+    log:
+        f"{OUT}logs/lee2018/table1.log",
+    conda:
+        "../../envs/dperm.yaml"
+    shell:
+        "python -m dperm lee2018 table1 --spec {params.spec:q} --data {input.data}"
+        " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
+
+
+rule lee2018_table2:
+    input:
+        f"{OUT}results/tables/datasets.csv",
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/table2.csv",
+            caption=paper_caption("lee2018", "table2"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/table2.md",
+    params:
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    log:
+        f"{OUT}logs/lee2018/table2.log",
+    conda:
+        "../../envs/dperm.yaml"
+    shell:
+        "python -m dperm lee2018 table2 {input} --csv {output.csv} --md {output.md} {params.quick}"
+        " > {log} 2>&1"
+
+
+rule lee2018_claims:
+    input:
+        summary("lee2018", "fig2"),
+        summary("lee2018", "fig3"),
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/claims.csv",
+            caption=paper_caption("lee2018", "claims"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/claims.md",
+    params:
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    log:
+        f"{OUT}logs/lee2018/claims.log",
+    conda:
+        "../../envs/dperm.yaml"
+    shell:
+        "python -m dperm lee2018 claims {input} --csv {output.csv} --md {output.md} {params.quick}"
+        " > {log} 2>&1"
+
+
+rule lee2018:
+    """Every table and figure of Lee & Kifer 2018 (see config/papers/lee2018.yaml)."""
+    input:
+        paper_outputs("lee2018"),
+        [
+            f"{OUT}results/tables/lee2018/{name}.{ext}"
+            for name in ("table1", "table2", "claims")
+            for ext in ("csv", "md")
+        ],
