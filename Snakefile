@@ -39,7 +39,7 @@ onstart:
 # Everything: the prepared datasets and their table, and every output of every paper in config
 # `papers` (each paper's own target; a paper's extra targets, such as long timing runs, are apart).
 rule all:
+    default_target: True
     input:
         default_targets(),
         [getattr(rules, paper).input for paper in PAPERS],
-    default_target: True

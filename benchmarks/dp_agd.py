@@ -100,7 +100,7 @@ def search_times(problem, rng):
     for label, dtype in (("float32", np.float32), ("float64", np.float64)):
         scorer = CandidateScorer(problem.loss, 3.0, 20, dtype=dtype)
         scorer.set_rows(problem.y)
-        out[label] = 1e3 * best_of(lambda: scorer.scores(z0, zd, 2.0))
+        out[label] = 1e3 * best_of(lambda scorer=scorer: scorer.scores(z0, zd, 2.0))
     out["naive"] = 1e3 * best_of(lambda: naive_candidate_scores(problem, w, d, candidate_grid(2.0, 20), 3.0),
                                  repeat=3, number=2)
     return out

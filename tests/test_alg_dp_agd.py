@@ -3,20 +3,19 @@ reference-code variant, and an end-to-end audit showing the NoisyMin sign flaw (
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
 import pytest
 
 from dperm.algorithms import dp_agd
-from dperm.algorithms.dp_agd import engine as dp_agd_engine, primitives as dp_agd_primitives
 from dperm.algorithms.base import Privacy, draw_rngs
+from dperm.algorithms.dp_agd import engine as dp_agd_engine
+from dperm.algorithms.dp_agd import primitives as dp_agd_primitives
 from dperm.algorithms.dp_agd.scores import CandidateScorer, candidate_grid, naive_candidate_scores
 from dperm.algorithms.registry import get_algorithm
 from dperm.losses import Hinge, HuberHinge, Logistic
-from dperm.privacy import (audit_outputs, noisy_max_scale, report_noisy_min, report_noisy_min_reference,
-                           zcdp_from_dp)
+from dperm.privacy import audit_outputs, noisy_max_scale, report_noisy_min, report_noisy_min_reference, zcdp_from_dp
 from dperm.problem import Problem
 
 # the registered defaults of the correct variant

@@ -118,7 +118,7 @@ def test_jacobian_ratio_is_at_most_one_plus_lambda_h_over_delta(neighbour):
         X2 = np.vstack([X, x_new]) if neighbour == "add" else np.vstack([X[:-1], x_new])
         w = rng.normal(scale=3.0, size=4)
 
-        def hessian(X):
+        def hessian(X, w=w):
             return sum(loss.d2phi(np.array([x @ w]), np.array([0.0]))[0] * np.outer(x, x) for x in X) \
                 + (len(X) * lam + Delta) * np.eye(4)
 

@@ -24,7 +24,7 @@ from dperm.algorithms.sgd_baselines import (
     sgd_adv_steps,
     sgd_ma_epsilons,
 )
-from dperm.losses import MLP, Huber, HuberHinge, Hinge, Logistic
+from dperm.losses import MLP, Hinge, Huber, HuberHinge, Logistic
 from dperm.privacy import advanced_composition, amplify_subsampling, gaussian_delta
 from dperm.problem import Problem
 

@@ -8,8 +8,8 @@ import types
 import numpy as np
 import pandas as pd
 import pytest
-
 import ucimlrepo_fixture as fx
+
 from dperm.datasets import registry
 from dperm.datasets import ucimlrepo as uci
 from dperm.datasets.canonical import canonical_from_files

@@ -8,7 +8,6 @@ import sys
 import tomllib
 
 import yaml
-
 from conftest import REPO
 
 SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*$")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from dperm import experiments as ex
 
 BASE = {

@@ -3,8 +3,6 @@ published column, the Table 2 layout, and the claims check (on hand-built summar
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from dperm.papers import published
 from dperm.papers.lee2018.claims import claims
 from dperm.papers.lee2018.tables import noisy_gd_table, table1, table2
+
 SMALL_EPS = [0.05, 0.1, 0.2, 0.4, 0.8]
 
 

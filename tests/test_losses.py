@@ -8,7 +8,14 @@ from scipy.optimize import check_grad
 from scipy.special import expit
 
 from dperm.losses import (
-    LOSSES, MLP, Logistic, NotSmoothError, get_loss, label_form, row_norms, to_label_form,
+    LOSSES,
+    MLP,
+    Logistic,
+    NotSmoothError,
+    get_loss,
+    label_form,
+    row_norms,
+    to_label_form,
 )
 from dperm.problem import Problem
 

@@ -23,7 +23,7 @@ def test_refuses_to_overspend_and_records_nothing():
 
 def test_random_adaptive_charges_never_exceed_budget_exactly():
     rng = np.random.default_rng(0)
-    for trial in range(50):
+    for _trial in range(50):
         f = P.ZCDPFilter(rng.uniform(0.01, 1.0))
         for _ in range(200):
             rho = f.remaining * rng.uniform(0.5, 1.5) if rng.random() < 0.3 else rng.exponential(0.01)

@@ -11,10 +11,18 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import REPO
-from dperm.protocol import (RECORD_COLUMNS, derive_seed, format_epsilon, make_splits, parse_setting,
-                            run_cell, run_job, split_seed)
+
+from dperm.protocol import (
+    RECORD_COLUMNS,
+    derive_seed,
+    format_epsilon,
+    make_splits,
+    parse_setting,
+    run_cell,
+    run_job,
+    split_seed,
+)
 
 
 @pytest.mark.parametrize("value, text", [(0.05, "0.05"), (1, "1"), (1.0, "1"), ("1.0", "1"),

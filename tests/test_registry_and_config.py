@@ -9,11 +9,12 @@ import re
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from dperm.config import ConfigError, schema, validate
 from dperm.datasets import registry
 from dperm.datasets.encode import PROFILE_CHOICES, PROFILE_DEFAULTS
+
 NAMES_WE_PROMISED = {"adult", "bank", "bank-additional", "bank-dpagd", "kddcup99", "kddcup99-full",
                      "ipums-us", "ipums-br", "wine", "bike", "credit"}
 

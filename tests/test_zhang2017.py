@@ -82,7 +82,7 @@ def _records(dataset="wine", model="huber-mu0.5", n=100, steps=(50, 200), errors
         for algorithm, T, (m, s), sec in zip(("outpert-gd", "bassily-sgd"), steps, errors, seconds):
             note = "used the valid-for-all-epsilon Gaussian of Zhao et al. 2019 instead" if (
                 algorithm == "outpert-gd" and eps > 1) else ("steps capped at max_steps=200" if algorithm == "bassily-sgd" else "")
-            for d in range(draws):
+            for _ in range(draws):
                 out.append({"paper": "zhang2017", "experiment": "table3", "dataset": dataset, "model": model,
                             "algorithm": algorithm, "label": algorithm, "variant": "correct", "setting": f"{eps:g}",
                             "sweep": "", "tuning": "private", "dp_as_implemented": True, "epsilon": eps,

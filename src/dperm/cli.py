@@ -209,7 +209,8 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_dataset_table)
 
     p = sub.add_parser("run-job", help="run a job: the cells of one experiment, dataset, model and algorithm")
-    p.add_argument("--spec", required=True, help="a JSON list of cell specs on the same data (or one spec); or @file.json")
+    p.add_argument("--spec", required=True,
+                   help="a JSON list of cell specs on the same data (or one spec); or @file.json")
     p.add_argument("--data", required=True, help="prepared .npz")
     p.add_argument("--tuning", default=None, help="the paper's tuning choices .json (cells that use them)")
     p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")

@@ -22,7 +22,7 @@ class ConfigError(ValueError):
     """A configuration value a user can fix; the message says where, what and what is allowed."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema(name: str) -> dict:
     """The schema ``name`` (``config`` or ``paper``), from the package data."""
     if name not in SCHEMAS:
@@ -31,7 +31,7 @@ def schema(name: str) -> dict:
     return yaml.safe_load(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator_class():
     import jsonschema
 

@@ -424,7 +424,10 @@ def figure_spec(paper: dict, name: str) -> dict:
             "experiment_models": list(exp["models"]), "experiment_datasets": list(exp["datasets"]),
             "experiment_algorithms": list(exp["algorithms"]),
             "sweep_values": {key: value for key, (_, value) in sweep_lookup(exp).items()},
-            "borrowed_protocols": {e: copy.deepcopy(paper["experiments"][e]["protocol"]) for e in fig.get("borrow", {})},
+            "steps": {key: list(steps) for key, steps in exp["steps"].items()
+                      if key in fig.get("algorithms", exp["algorithms"])},
+            "borrowed_protocols": {e: copy.deepcopy(paper["experiments"][e]["protocol"])
+                                   for e in fig.get("borrow", {})},
             "palette": list(paper["algorithms"]), "quick": bool(paper.get("quick"))}
 
 

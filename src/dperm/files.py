@@ -16,8 +16,8 @@ import json
 import os
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 CHUNK = 1 << 20
 

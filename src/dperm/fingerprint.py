@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source_fingerprint(*parts: str) -> str:
     """sha256 (first 16 hex digits) over the ``.py`` files of the named modules/subpackages."""
     digest = hashlib.sha256()
@@ -53,7 +53,7 @@ def _algorithm_modules(module_name: str) -> set[str]:
     return seen
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def algorithm_fingerprint(*names: str) -> str:
     """Fingerprint of the code the named registered algorithms run: their modules and the dperm
     modules those import (transitively), plus the shared numerical core.

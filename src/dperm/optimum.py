@@ -71,5 +71,6 @@ def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd
                      "L_star": L_star, "L_grad_norm": L_grad,
                      "certified": bool(smooth and np.isfinite(F_bound) and F_bound < 1e-8)})
         if log is not None:
-            log(f"optimum fold {split.fold} repeat {split.repeat}: F*={F_star:.6g} (bound {F_bound:.2g}), L*={L_star:.6g}")
+            log(f"optimum fold {split.fold} repeat {split.repeat}: F*={F_star:.6g} (bound {F_bound:.2g}), "
+                f"L*={L_star:.6g}")
     return pd.DataFrame(rows, columns=COLUMNS)

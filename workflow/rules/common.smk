@@ -17,7 +17,7 @@ from snakemake.exceptions import WorkflowError
 from dperm import experiments, papers
 from dperm.config import ConfigError, validate as validate_config
 from dperm.datasets import registry
-from dperm.datasets.fetch import FetchError, resolve_mirror
+from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
 from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_spec
@@ -25,7 +25,7 @@ from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_
 
 def _config_sources():
     files = [str(f) for f in getattr(workflow, "configfiles", [])] or ["config/config.yaml"]
-    return " + ".join(files) + " (and any --config values)"
+    return f"{' + '.join(files)} (and any --config values)"
 
 
 try:
@@ -39,14 +39,16 @@ DOWNLOAD = config["data"]["download"]
 # reruns nothing (the fetched files are verified against their content hashes either way).
 os.environ.update(DPERM_DOWNLOAD=DOWNLOAD, DPERM_TIMEOUT=str(config["data"]["timeout"]))
 if MIRROR is not None:
-    os.environ["DPERM_DATA_MIRROR"] = str(MIRROR)
+    os.environ.update({MIRROR_ENV: str(MIRROR)})
 
 # A quick run writes every result, figure and log under quick/ (prepared data are shared).
 OUT = "quick/" if config["quick"] else ""
 
 # Rules rerun when the dperm code they run changes (a params value, see dperm.fingerprint).
 CODE = {
-    "fetch": source_fingerprint("datasets/fetch", "datasets/registry", "datasets/ucimlrepo", "files"),
+    "fetch": source_fingerprint(
+        "datasets/fetch", "datasets/registry", "datasets/ucimlrepo", "files"
+    ),
     "prepare": source_fingerprint("datasets", "files"),
     "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers"),
     "report": source_fingerprint("report", "records"),
@@ -68,8 +70,10 @@ def _load_papers():
     known = papers.names()
     unknown = [name for name in config["papers"] if name not in known]
     if unknown:
-        raise WorkflowError(f"{_config_sources()}: papers: {unknown} have no plugin (src/dperm/papers/<paper>/); "
-                            f"known papers: {known}")
+        raise WorkflowError(
+            f"{_config_sources()}: papers: {unknown} have no plugin (src/dperm/papers/<paper>/); "
+            f"known papers: {known}"
+        )
     loaded = {}
     for name in config["papers"]:
         path = experiments.paper_path(config["paper_dir"], name)
@@ -79,7 +83,9 @@ def _load_papers():
         try:
             paper = experiments.load_paper(path, quick=config["quick"])
             if paper["paper"] != name:
-                raise ConfigError(f"{path}: declares paper {paper['paper']!r}; the file must be named after it")
+                raise ConfigError(
+                    f"{path}: declares paper {paper['paper']!r}; the file must be named after it"
+                )
             experiments.check_profiles(paper, config["profiles"], str(path))
         except ConfigError as err:
             raise WorkflowError(str(err)) from None
@@ -105,7 +111,7 @@ wildcard_constraints:
     model="[a-z0-9][a-z0-9.-]*",
     algorithm="[a-z0-9][a-z0-9.-]*",
     epsilon=f"inf|T[0-9]+|{NUMERIC_EPSILON}",
-    l2="0|" + NUMERIC_EPSILON,
+    l2=f"0|{NUMERIC_EPSILON}",
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -148,7 +154,11 @@ def job_of(wildcards):
     at DAG-build time, naming what the grid has."""
     try:
         return experiments.find_job(
-            paper_of(wildcards), wildcards.experiment, wildcards.dataset, wildcards.model, wildcards.algorithm
+            paper_of(wildcards),
+            wildcards.experiment,
+            wildcards.dataset,
+            wildcards.model,
+            wildcards.algorithm,
         )
     except ConfigError as err:
         raise WorkflowError(str(err)) from None
@@ -165,7 +175,9 @@ def job_code(wildcards):
     """Fingerprint of the code a job runs (its algorithm's modules and the shared core)."""
     job = job_of(wildcards)
     paper = paper_of(wildcards)
-    return algorithm_fingerprint(experiments.registered_name(paper, experiments.base_key(paper, job)))
+    return algorithm_fingerprint(
+        experiments.registered_name(paper, experiments.base_key(paper, job))
+    )
 
 
 def tuning_choices(wildcards):
@@ -183,14 +195,18 @@ def job_inputs(wildcards):
         inputs["tuning"] = tuning_choices(wildcards)
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     if experiments.solves_optimum(paper, wildcards.model):
-        inputs["optimum"] = OUT + experiments.optimum_path(experiments.apply_tuning(spec, tuned))
+        inputs["optimum"] = (
+            f"{OUT}{experiments.optimum_path(experiments.apply_tuning(spec, tuned))}"
+        )
     return inputs
 
 
 def option(name):
     """``--<name> <input file>`` when the job has that input, else nothing (a param derived from
     ``input``: the file itself is what the rerun check follows)."""
-    return lambda wildcards, input: f"--{name} {getattr(input, name)}" if hasattr(input, name) else ""
+    return lambda wildcards, input: (
+        f"--{name} {getattr(input, name)}" if hasattr(input, name) else ""
+    )
 
 
 def data_param(wildcards, input):
@@ -215,13 +231,15 @@ def cell_job(wildcards):
             f"{job.paper}/{job.experiment} runs {job.algorithm} on {job.dataset}/{job.model} at {settings} "
             f"(config/papers/{job.paper}.yaml)"
         )
-    return OUT + job.path
+    return f"{OUT}{job.path}"
 
 
 def experiment_cells(paper, experiment):
     """Cell files of an experiment, for the datasets that can be had."""
     return [
-        OUT + c.path for c in experiments.cells(PAPERS[paper], [experiment]) if dataset_available(c.dataset)
+        f"{OUT}{c.path}"
+        for c in experiments.cells(PAPERS[paper], [experiment])
+        if dataset_available(c.dataset)
     ]
 
 
@@ -298,7 +316,11 @@ def paper_outputs(paper):
     if paper not in PAPERS:
         return []
     summaries = [summary(paper, e, ext) for e in target_experiments(paper) for ext in ("csv", "md")]
-    figures = [f"{OUT}figures/{paper}/{name}.{ext}" for name in PAPERS[paper]["figures"] for ext in ("png", "pdf")]
+    figures = [
+        f"{OUT}figures/{paper}/{name}.{ext}"
+        for name in PAPERS[paper]["figures"]
+        for ext in ("png", "pdf")
+    ]
     return summaries + figures
 
 

@@ -4,12 +4,12 @@
 rule fetch_raw:
     output:
         "resources/raw/{dataset}/fetch.json",
-    params:
-        code=CODE["fetch"],
     log:
         "logs/fetch_raw/{dataset}.log",
     conda:
         "../envs/dperm.yaml"
+    params:
+        code=CODE["fetch"],
     shell:
         "python -m dperm fetch {wildcards.dataset} --out {output} > {log} 2>&1"
 
@@ -20,16 +20,16 @@ rule prepare:
     output:
         npz="resources/prepared/{dataset}/{profile}.npz",
         json="resources/prepared/{dataset}/{profile}.json",
+    log:
+        "logs/prepare/{dataset}/{profile}.log",
+    conda:
+        "../envs/dperm.yaml"
+    threads: 1
     params:
         options=lambda wildcards: json.dumps(
             profile_options(wildcards.dataset, wildcards.profile), sort_keys=True
         ),
         code=CODE["prepare"],
-    log:
-        "logs/prepare/{dataset}/{profile}.log",
-    threads: 1
-    conda:
-        "../envs/dperm.yaml"
     shell:
         "python -m dperm --threads {threads} prepare {wildcards.dataset} --fetched {input}"
         " --profile {wildcards.profile} --options {params.options:q} --out {output.npz} > {log} 2>&1"
@@ -47,15 +47,13 @@ rule dataset_table:
             category="Datasets",
         ),
         md=f"{OUT}results/tables/datasets.md",
-    params:
-        unavailable=json.dumps(
-            {k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}
-        ),
-        code=CODE["prepare"] + source_fingerprint("papers"),
     log:
         f"{OUT}logs/dataset_table.log",
     conda:
         "../envs/dperm.yaml"
+    params:
+        unavailable=json.dumps({k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}),
+        code=CODE["prepare"] + source_fingerprint("papers"),
     shell:
         "python -m dperm dataset-table {input} --unavailable {params.unavailable:q}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"

@@ -15,17 +15,17 @@ checkpoint tune:
             category="{paper}",
             subcategory="tuning (non-private)",
         ),
-    params:
-        spec=tuning_spec_json,
-        seed=config["seed"],
-        code=tuning_code,
     log:
         f"{OUT}logs/tune/{{paper}}/{{dataset}}.log",
     benchmark:
         f"{OUT}benchmarks/out/tune/{{paper}}/{{dataset}}.tsv"
-    threads: 1
     conda:
         "../envs/dperm.yaml"
+    threads: 1
+    params:
+        spec=tuning_spec_json,
+        seed=config["seed"],
+        code=tuning_code,
     shell:
         "python -m dperm --threads {threads} tune --spec {params.spec:q} --seed {params.seed}"
         " --data {input} --json {output.json} --csv {output.csv} > {log} 2>&1"
@@ -36,16 +36,16 @@ rule optimum:
         data="resources/prepared/{dataset}/{profile}.npz",
     output:
         f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.csv",
-    params:
-        spec=optimum_spec_json,
-        code=CODE["optimum"],
     log:
         f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.log",
     benchmark:
         f"{OUT}benchmarks/out/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.tsv"
-    threads: 1
     conda:
         "../envs/dperm.yaml"
+    threads: 1
+    params:
+        spec=optimum_spec_json,
+        code=CODE["optimum"],
     shell:
         "python -m dperm --threads {threads} optimum --spec {params.spec:q}"
         " --data {input.data} --out {output} > {log} 2>&1"
@@ -59,20 +59,20 @@ rule run_job:
         unpack(job_inputs),
     output:
         f"{OUT}results/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.csv",
+    log:
+        f"{OUT}logs/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.tsv"
+    priority: job_priority
+    conda:
+        "../envs/dperm.yaml"
+    threads: 1
     params:
         specs=job_specs,
         data=data_param,
         tuning=option("tuning"),
         optimum=option("optimum"),
         code=job_code,
-    log:
-        f"{OUT}logs/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.log",
-    benchmark:
-        f"{OUT}benchmarks/out/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.tsv"
-    priority: job_priority
-    threads: 1
-    conda:
-        "../envs/dperm.yaml"
     shell:
         "python -m dperm --threads {threads} run-job --spec {params.specs:q} --data {params.data}"
         " {params.tuning} {params.optimum} --out {output} > {log} 2>&1"

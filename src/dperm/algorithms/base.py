@@ -20,9 +20,9 @@ accounting it follows, with the paper, and says where it departs from the paper 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +143,8 @@ class AlgorithmSpec:
         admit (``learning_rate: fast``), so a config error shows before any job runs."""
         for key, value in given.items():
             allowed = self.types.get(key)
-            if allowed is None or (isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)):
+            wrong_bool = isinstance(value, bool) and allowed is not None and bool not in allowed
+            if allowed is None or (isinstance(value, allowed) and not wrong_bool):
                 continue
             names = " or ".join(sorted({"number" if t in (int, float) else t.__name__ for t in allowed}))
             raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "

@@ -49,6 +49,8 @@ import math
 
 import numpy as np
 
+from ..losses import GLMLoss
+from ..losses.glm import clipped_sum
 from ..privacy import (
     advanced_composition,
     advanced_composition_split,
@@ -56,8 +58,6 @@ from ..privacy import (
     gaussian_delta,
     gaussian_sigma_zhao,
 )
-from ..losses import GLMLoss
-from ..losses.glm import clipped_sum
 from ..privacy.validation import check_real
 from ._perturb import enforce_row_bound
 from .base import FitResult, Privacy, draw_rngs

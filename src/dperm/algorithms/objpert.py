@@ -59,13 +59,13 @@ from scipy.optimize import minimize
 
 from .. import solvers
 from ._perturb import (
-    smooth_surrogate,
     check_regulariser,
     check_row_bound,
     draw_noise,
     enforce_row_bound,
     private_target,
     smooth_glm_constants,
+    smooth_surrogate,
 )
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register, register_variant

@@ -44,17 +44,16 @@ import numpy as np
 from .. import solvers
 from . import _outpert_theory as theory
 from ._perturb import (
-    smooth_surrogate,
     check_regulariser,
     check_row_bound,
     draw_noise,
     enforce_row_bound,
     private_target,
     smooth_glm_constants,
+    smooth_surrogate,
 )
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register, register_variant
-
 
 _PATHS: dict = {}  # (problem digest, η) -> (steps done, w, seconds spent): see gd_endpoint
 _PATHS_KEPT = 16
@@ -168,7 +167,8 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
                "smoothness": beta, "mu": mu, "solution_bound": solution_bound})
 
 
-@register("outpert-gd", switches={"name": "outpert-gd"}, description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
+@register("outpert-gd", switches={"name": "outpert-gd"},
+          description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
 def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
                    solution_bound: float = 1.0, steps: int | None = None,

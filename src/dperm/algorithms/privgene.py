@@ -53,8 +53,8 @@ import numpy as np
 from ..losses import GLMLoss, Hinge, HuberHinge, Logistic
 from ..privacy import exponential_mechanism, zcdp_from_dp
 from ..privacy.validation import check_real
-from .base import FitResult, Privacy, draw_rngs
 from ._batched_sgd import poisson_batch
+from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 
 SAMPLINGS = ("poisson", "fixed")

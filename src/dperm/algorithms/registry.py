@@ -13,7 +13,8 @@ is its own key (``-reference``), so results files, tables and legends never mix 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .base import AlgorithmSpec
 

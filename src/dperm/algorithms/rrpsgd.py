@@ -54,8 +54,8 @@ import numpy as np
 from ..losses import GLMLoss
 from ..losses.glm import NotSmoothError
 from ..privacy.validation import check_real
-from .base import FitResult, Privacy, draw_rngs
 from ._perturb import enforce_row_bound
+from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration
 from .registry import register
 

@@ -20,8 +20,15 @@ import zipfile
 from pathlib import Path
 
 from .. import __version__
-from ..files import (DataFileError, git_blob_sha1, gunzip_if_gzip, gzip_bytes, sha256_bytes,
-                     write_bytes_atomic, write_json_atomic)
+from ..files import (
+    DataFileError,
+    git_blob_sha1,
+    gunzip_if_gzip,
+    gzip_bytes,
+    sha256_bytes,
+    write_bytes_atomic,
+    write_json_atomic,
+)
 from . import ucimlrepo as uci
 from .canonical import check_field_counts
 from .registry import Dataset, RawFile

@@ -10,7 +10,7 @@ a zip inside a zip; a URL whose bytes are gzip is decompressed before hashing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 UCI = "https://archive.ics.uci.edu"
 UCI_LEGACY = f"{UCI}/ml/machine-learning-databases"

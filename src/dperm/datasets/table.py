@@ -48,7 +48,8 @@ def dataset_rows(provenance_files, unavailable: dict[str, str]) -> pd.DataFrame:
                 table.loc[i, f"{paper}_n"], table.loc[i, f"{paper}_dim"] = sizes[key]
     order = {k: i for i, k in enumerate(DATASETS)}
     table = table.sort_values("dataset", key=lambda s: s.map(order)).reset_index(drop=True)
-    for col in ["n", "n_features", "p", "n_raw", "n_dropped_missing"] + [c for c in columns if c.endswith(("_n", "_dim"))]:
+    counts = ["n", "n_features", "p", "n_raw", "n_dropped_missing"]
+    for col in counts + [c for c in columns if c.endswith(("_n", "_dim"))]:
         table[col] = table[col].astype("Int64")
     return table
 

@@ -15,8 +15,8 @@ fixed, data-independent event list (or a known finite ``support``) for a valid b
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

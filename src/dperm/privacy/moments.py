@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from .validation import check_delta, check_sampling_rate, check_sigma, check_steps
 from .rdp import _log_a_integer
+from .validation import check_delta, check_sampling_rate, check_sigma, check_steps
 
 __all__ = ["moments_log_moments", "moments_accountant_epsilon"]
 

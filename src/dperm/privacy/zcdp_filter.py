@@ -78,7 +78,7 @@ class ZCDPFilter:
         self._spent_units = 0  # exact total charged, in units of 2**-1074
 
     @classmethod
-    def from_dp(cls, epsilon, delta) -> "ZCDPFilter":
+    def from_dp(cls, epsilon, delta) -> ZCDPFilter:
         """Filter whose ρ budget implies (ε, δ)-DP (:func:`~dperm.privacy.zcdp.zcdp_from_dp`)."""
         return cls(zcdp_from_dp(epsilon, delta))
 

@@ -34,6 +34,8 @@ def figure_caption(spec: dict, summary, protocol: dict, borrowed: dict | None = 
     text = protocol_text(protocol)
     if text:
         parts.append(text[0].upper() + text[1:] + ".")
+    for key, steps in spec.get("steps", {}).items():
+        parts.append(f"{key}: ε computed by its accountant at T = {', '.join(map(str, steps))} steps.")
     for experiment, (other, algorithms) in (borrowed or {}).items():
         parts.append(f"{', '.join(algorithms)}: the runs of experiment {experiment} "
                      f"({protocol_text(other)}).")

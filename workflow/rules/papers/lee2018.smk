@@ -14,14 +14,14 @@ rule lee2018_table1:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/table1.md",
-    params:
-        spec=experiments.dumps(LEE["analyses"]["table1"]),
-        quick=quick_flag(),
-        code=source_fingerprint("papers/lee2018", "report", "losses"),
     log:
         f"{OUT}logs/lee2018/table1.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        spec=experiments.dumps(LEE["analyses"]["table1"]),
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report", "losses"),
     shell:
         "python -m dperm lee2018 table1 --spec {params.spec:q} --data {input.data}"
         " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
@@ -38,13 +38,13 @@ rule lee2018_table2:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/table2.md",
-    params:
-        quick=quick_flag(),
-        code=source_fingerprint("papers/lee2018", "report"),
     log:
         f"{OUT}logs/lee2018/table2.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
     shell:
         "python -m dperm lee2018 table2 {input} --csv {output.csv} --md {output.md} {params.quick}"
         " > {log} 2>&1"
@@ -62,13 +62,13 @@ rule lee2018_claims:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/claims.md",
-    params:
-        quick=quick_flag(),
-        code=source_fingerprint("papers/lee2018", "report"),
     log:
         f"{OUT}logs/lee2018/claims.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
     shell:
         "python -m dperm lee2018 claims {input} --csv {output.csv} --md {output.md} {params.quick}"
         " > {log} 2>&1"

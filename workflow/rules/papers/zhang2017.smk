@@ -2,47 +2,26 @@
 # published numbers, the claims check, the error figure, the Table 2 analogue, RRPSGD, the paper
 # target (zhang2017) and the runtime target (zhang2017-runtime).
 ZHANG = PAPERS["zhang2017"]
-ZHANG_ANALYSES = ZHANG["analyses"]
 ZHANG_CODE = source_fingerprint("papers/zhang2017", "report")
-
-
-def zhang_cells(analysis):
-    return [
-        path
-        for experiment in ZHANG_ANALYSES[analysis]["experiments"]
-        for path in experiment_cells("zhang2017", experiment)
-    ]
-
-
-def zhang_spec(analysis):
-    """What an analysis reads from the config: its experiments, their algorithms and models."""
-    cfg = ZHANG_ANALYSES[analysis]
-    exps = {name: ZHANG["experiments"][name] for name in cfg["experiments"]}
-    keys = sorted({key for exp in exps.values() for key in exp["algorithms"]})
-    return experiments.dumps(
-        {
-            **cfg,
-            "experiments": exps,
-            "algorithms": {key: ZHANG["algorithms"][key] for key in keys},
-            "models": ZHANG["models"],
-            "batch_size": ZHANG["algorithms"]["bassily-sgd"].get("batch_size", 50),
-        }
-    )
-
-
-def zhang_table2_inputs():
-    datasets = [
-        d
-        for name in ZHANG_ANALYSES["table3"]["experiments"]
-        for d in ZHANG["experiments"][name]["datasets"]
-        if dataset_available(d)
-    ]
-    return [f"resources/prepared/{d}/{ZHANG['experiments']['table3']['profile']}.json" for d in datasets]
+ZHANG_CELLS = {
+    name: [cell for exp in cfg["experiments"] for cell in experiment_cells("zhang2017", exp)]
+    for name, cfg in ZHANG["analyses"].items()
+}
+ZHANG_SPECS = {
+    name: experiments.dumps(papers.plugin("zhang2017").analysis_spec(ZHANG, name))
+    for name in ZHANG["analyses"]
+}
+ZHANG_TABLE3_PROVENANCE = [
+    f"resources/prepared/{d}/{ZHANG['experiments'][exp]['profile']}.json"
+    for exp in ZHANG["analyses"]["table3"]["experiments"]
+    for d in ZHANG["experiments"][exp]["datasets"]
+    if dataset_available(d)
+]
 
 
 rule zhang2017_table3:
     input:
-        zhang_cells("table3"),
+        ZHANG_CELLS["table3"],
     output:
         csv=report(
             f"{OUT}results/tables/zhang2017/table3.csv",
@@ -51,14 +30,14 @@ rule zhang2017_table3:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/table3.md",
-    params:
-        spec=zhang_spec("table3"),
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/table3.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        spec=ZHANG_SPECS["table3"],
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 table3 {input} --spec {params.spec:q}"
         " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
@@ -75,13 +54,13 @@ rule zhang2017_claims:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/claims.md",
-    params:
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/claims.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 claims {input} --csv {output.csv} --md {output.md} {params.quick}"
         " > {log} 2>&1"
@@ -98,13 +77,13 @@ rule zhang2017_error_figure:
             subcategory="figures",
         ),
         pdf=f"{OUT}figures/zhang2017/error.pdf",
-    params:
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/error_figure.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 figure {input} --png {output.png} --pdf {output.pdf} {params.quick}"
         " > {log} 2>&1"
@@ -112,7 +91,7 @@ rule zhang2017_error_figure:
 
 rule zhang2017_table2:
     input:
-        zhang_table2_inputs(),
+        ZHANG_TABLE3_PROVENANCE,
     output:
         csv=report(
             f"{OUT}results/tables/zhang2017/table2.csv",
@@ -121,13 +100,13 @@ rule zhang2017_table2:
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/table2.md",
-    params:
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/table2.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 table2 {input} --csv {output.csv} --md {output.md} {params.quick}"
         " > {log} 2>&1"
@@ -135,7 +114,7 @@ rule zhang2017_table2:
 
 rule zhang2017_rrpsgd:
     input:
-        zhang_cells("rrpsgd"),
+        ZHANG_CELLS["rrpsgd"],
     output:
         csv=report(
             f"{OUT}results/tables/zhang2017/rrpsgd.csv",
@@ -151,14 +130,14 @@ rule zhang2017_rrpsgd:
             subcategory="RRPSGD",
         ),
         pdf=f"{OUT}figures/zhang2017/rrpsgd.pdf",
-    params:
-        spec=zhang_spec("rrpsgd"),
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/rrpsgd.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        spec=ZHANG_SPECS["rrpsgd"],
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 rrpsgd {input} --spec {params.spec:q} --csv {output.csv}"
         " --md {output.md} --png {output.png} --pdf {output.pdf} {params.quick} > {log} 2>&1"
@@ -166,7 +145,7 @@ rule zhang2017_rrpsgd:
 
 rule zhang2017_runtime_table:
     input:
-        zhang_cells("runtime"),
+        ZHANG_CELLS["runtime"],
     output:
         csv=report(
             f"{OUT}results/tables/zhang2017/runtime.csv",
@@ -175,14 +154,14 @@ rule zhang2017_runtime_table:
             subcategory="runtime (theorem settings)",
         ),
         md=f"{OUT}results/tables/zhang2017/runtime.md",
-    params:
-        spec=zhang_spec("runtime"),
-        quick=quick_flag(),
-        code=ZHANG_CODE,
     log:
         f"{OUT}logs/zhang2017/runtime.log",
     conda:
         "../../envs/dperm.yaml"
+    params:
+        spec=ZHANG_SPECS["runtime"],
+        quick=quick_flag(),
+        code=ZHANG_CODE,
     shell:
         "python -m dperm zhang2017 runtime {input} --spec {params.spec:q}"
         " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
@@ -197,7 +176,11 @@ rule zhang2017:
             for name in ("table3", "claims", "table2", "rrpsgd")
             for ext in ("csv", "md")
         ],
-        [f"{OUT}figures/zhang2017/{name}.{ext}" for name in ("error", "rrpsgd") for ext in ("png", "pdf")],
+        [
+            f"{OUT}figures/zhang2017/{name}.{ext}"
+            for name in ("error", "rrpsgd")
+            for ext in ("png", "pdf")
+        ],
 
 
 rule zhang2017_runtime:

@@ -85,12 +85,12 @@ to 1.6). Mini-batch runs fit one target at a time.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from ..base import FitResult, Privacy, draw_rngs
-from .engine import (CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups,  # noqa: F401
-                            run_chains, run_once)
 from ..registry import register, register_variant
+from .engine import CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups, run_chains, run_once  # noqa: F401
 
 
 def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_size, batch_sampling,

@@ -17,12 +17,10 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ...privacy import noisy_max_scale, zcdp_from_dp
-from ..base import Privacy
-from .primitives import (CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores,
-                                grad_avg)
-from .scores import CandidateScorer, candidate_grid
 from .._batched_sgd import poisson_batch
-
+from ..base import Privacy
+from .primitives import CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores, grad_avg
+from .scores import CandidateScorer, candidate_grid
 
 SAMPLINGS = ("poisson", "fixed")
 GROUP = 64  # chains advanced in lockstep together

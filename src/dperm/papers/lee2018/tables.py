@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 PUBLISHED_NOTE = "published: Lee & Kifer 2018 Table 1 (src/dperm/papers/lee2018/published/table1.csv)"
 
 

@@ -23,6 +23,17 @@ TABLE2_NOTE = ("Table 2 (Zhang et al. 2017) beside ours. Ours: the zhang profile
                "the training file adult.data alone, with the '?' values kept (as a category here).")
 
 
+def analysis_spec(paper: dict, analysis: str) -> dict:
+    """What one of the paper's analyses (config ``analyses.<name>``) reads from the config: its
+    experiments, their algorithms and the models (a rule parameter, so it reruns exactly when
+    one of them changes)."""
+    cfg = paper["analyses"][analysis]
+    exps = {name: paper["experiments"][name] for name in cfg["experiments"]}
+    keys = sorted({key for exp in exps.values() for key in exp["algorithms"]})
+    return {**cfg, "experiments": exps, "algorithms": {key: paper["algorithms"][key] for key in keys},
+            "models": paper["models"], "batch_size": paper["algorithms"]["bassily-sgd"].get("batch_size", 50)}
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
     verbs = p.add_subparsers(dest="verb", required=True)
@@ -121,7 +132,8 @@ def _figure(args) -> None:
     caption = (f"Error E[F(w_priv)] − F(ŵ) on the training set against ε (δ = 0.001), mean of {runs} runs with 95% "
                "bands (solid); the paper's Table 3 numbers dashed with hollow markers. Ours: rows scaled to the unit "
                "sphere (the paper's scaling is unknown, so levels differ). Bassily et al. run "
-               f"min(n²/m, {', '.join(map(str, caps))}) steps with noise for the steps run; OutPert-GD uses Theorem 2/3's "
+               f"min(n²/m, {', '.join(map(str, caps))}) steps with noise for the steps run; "
+               "OutPert-GD uses Theorem 2/3's "
                "T and η with D from a non-private solve (tuning: non-private). Non-positive values are not drawn.")
     title = ("[quick run] " if args.quick else "") + "Zhang et al. 2017, Table 3: error against ε"
     error_figure(table, args.png, args.pdf, title=title, caption=with_quick_note(caption, args.quick))

@@ -7,14 +7,14 @@ markers, log–log axes (the errors span four orders of magnitude).
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt  # noqa: E402  (after dperm.report.figures chose the backend)
 import numpy as np
 import pandas as pd
 
 from ...report.figures import epsilon_axis, legend_and_caption, save_figure  # selects the Agg backend first
 
-import matplotlib.pyplot as plt  # noqa: E402  (after dperm.report.figures chose the backend)
-
-SERIES = [("outpert", "OutPert-GD (ours)", "tab:blue", "o"), ("bassily", "Bassily et al. (ours, step cap)", "tab:red", "s")]
+SERIES = [("outpert", "OutPert-GD (ours)", "tab:blue", "o"),
+          ("bassily", "Bassily et al. (ours, step cap)", "tab:red", "s")]
 
 
 def _positive(values):

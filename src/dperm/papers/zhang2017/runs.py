@@ -42,7 +42,8 @@ def rrpsgd_table(records: pd.DataFrame) -> pd.DataFrame:
                      "grad_norm_sq_ci95": _ci95(v), "grad_norm_sq_median": float(np.median(v)),
                      "theorem5_bound": g["utility_bound"].astype(float).mean(),
                      "grad_norm_sq_at_init": g["grad_norm_sq_init"].astype(float).mean(),
-                     "noise_std": float(g["noise_std"].iloc[0]), "learning_rate": g["learning_rate"].astype(float).mean(),
+                     "noise_std": float(g["noise_std"].iloc[0]),
+                     "learning_rate": g["learning_rate"].astype(float).mean(),
                      "rounds_mean": g["rounds"].astype(float).mean(), "max_steps": int(g["max_steps"].iloc[0]),
                      "objective_mean": g["objective"].mean(), "accuracy_mean": g["accuracy"].mean(),
                      "seconds_per_run": g["fit_seconds"].mean()})

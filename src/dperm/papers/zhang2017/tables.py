@@ -74,8 +74,8 @@ def table3(records: pd.DataFrame, published: pd.DataFrame, models: dict, batch_s
                         f"seconds_{short}": c["fit_seconds_mean"]})
             notes += [f"{short}: {c['notes']}"] if c["notes"] else []
         if "steps_outpert" in row:
-            row["noise_outpert"] = "Gaussian, Zhao et al. (all ε)" if any(ZHAO in n for n in notes if
-                                                                           n.startswith("outpert")) else "Gaussian, ln(2/δ) (ε ≤ 1)"
+            zhao = any(ZHAO in n for n in notes if n.startswith("outpert"))
+            row["noise_outpert"] = "Gaussian, Zhao et al. (all ε)" if zhao else "Gaussian, ln(2/δ) (ε ≤ 1)"
         if "steps_bassily" in row:
             full = math.ceil(row["n"] ** 2 / batch_size)
             row["steps_bassily_theorem"] = full
@@ -114,7 +114,8 @@ def table3_markdown(t: pd.DataFrame) -> pd.DataFrame:
         "OutPert-GD error": [_pm(a, b) for a, b in zip(t["error_outpert"], t["error_outpert_ci95"])],
         "T": t["steps_outpert"],
         "Bassily error": [_pm(a, b) for a, b in zip(t["error_bassily"], t["error_bassily_ci95"])],
-        "Bassily T (run / n²/m)": [f"{a:,.0f} / {b:,.0f}" for a, b in zip(t["steps_bassily"], t["steps_bassily_theorem"])],
+        "Bassily T (run / n²/m)": [f"{a:,.0f} / {b:,.0f}"
+                                   for a, b in zip(t["steps_bassily"], t["steps_bassily_theorem"])],
         "OutPert-GD s/run": t["seconds_outpert"].map(g),
         "Bassily s/run (cap)": t["seconds_bassily"].map(g),
         "Bassily s/run at n²/m (est.)": t["seconds_bassily_theorem_est"].map(g),
@@ -138,13 +139,15 @@ def table3_note(t: pd.DataFrame, experiments: dict, tuning: str) -> str:
               for d, h in e.get("per_dataset", {}).items()}
     return (
         "Table 3 (Zhang et al. 2017): error E[F(w_priv)] − F(ŵ) on the training set (F with its μ-term, "
-        "ŵ from Newton (L-BFGS where Newton stalls) to ‖∇F‖ ≤ 1e-9, certified by strong convexity when μ > 0) as mean ± 95% t-interval "
+        "ŵ from Newton (L-BFGS where Newton stalls) to ‖∇F‖ ≤ 1e-9, certified by strong convexity when μ > 0) "
+        "as mean ± 95% t-interval "
         f"half-width over {', '.join(map(str, draws))} independent runs per cell, and seconds per run, δ = 0.001. "
         "**Follows the paper**: OutPert-GD is Alg. 1 with T and η of Theorem 2 (μ > 0) or 3 (μ = 0), Θ-constants 1; "
         "Bassily et al. is mini-batch noisy SGD with m = 50 (sampled with replacement), BST14's step sizes "
         "and projection; logistic loss log(1 + e^{−y⟨w,x⟩}); Huber δ_H = 1; categoricals one-hot; Adult from "
         "its 32,561-row training file. **Differs from the paper**: (1) rows, bias included, are scaled to the "
-        "unit sphere and regression targets to [0, 1] (docs/deviations.md#zhang-unknowns; the paper's scaling is unknown), so levels "
+        "unit sphere and regression targets to [0, 1] (docs/deviations.md#zhang-unknowns; the paper's scaling is "
+        "unknown), so levels "
         "differ and ratios compare orders of magnitude; (2) Bassily et al. run "
         f"min(n²/m, {', '.join(map(str, caps))}) steps — the step budget of this table — with the noise "
         "calibrated (amplification + advanced composition, valid-for-all-ε Gaussian) for the steps actually "
@@ -194,7 +197,8 @@ def claims_note(c: pd.DataFrame) -> str:
     lines = [f"Claim (Zhang et al. 2017, §4): OutPert-GD beats Bassily et al. on error and runtime 'under almost "
              f"all settings'. Paper: lower error in {e_pub}/{n} cells, faster in {t_pub}/{n}. Ours: lower error in "
              f"{e_ours}/{n} ({e_sig} with separated 95% intervals), faster in {t_ours}/{n} against Bassily et al.'s "
-             f"estimated time at T = n²/m. Agreement with the paper's verdict: error {(c['error: agrees'] == 'yes').sum()}/{n}, "
+             f"estimated time at T = n²/m. Agreement with the paper's verdict: error "
+             f"{(c['error: agrees'] == 'yes').sum()}/{n}, "
              f"runtime {(c['runtime: agrees'] == 'yes').sum()}/{n}."]
     groups = c.groupby(["dataset", "mu"], sort=False)
     lines.append("Per dataset and μ (error, OutPert-GD lower / cells): " + "; ".join(
