@@ -7,7 +7,8 @@ processes share the cores):
   in lockstep, sharing their matrix products) and with ``draws = 1`` (median of ``--repeat``
   fits with different seeds), on BANK and Adult (first 80% of the rows of the prepared files,
   about one 5-fold training fold), logistic regression and SVM (hinge), ε ∈ {0.1, 1.6},
-  δ = 1e-8, λ = 0.001, full batch, with the NoisyMin calls per draw (the spec's ≈ 370);
+  δ = 1e-8, λ = 0.001, full batch, with the NoisyMin calls per draw (the budget is worth about
+  375–390 NoisyMin charges, docs/privacy.md#noisymin-sign);
   ``--reference`` adds ``dp-agd-reference``;
 * one step-size search (21 candidate clipped-loss sums) on BANK at a realistic iterate: the
   float32 scores DP-AGD uses, the float64 scores and the naive evaluation with one loss pass per

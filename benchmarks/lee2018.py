@@ -4,8 +4,8 @@ of the whole `snakemake lee2018` target.
 1. CPU seconds per run on BANK (the authors' encoding, first 80% of rows: 36,169 x 33, logistic
    regression unless stated), one BLAS thread, median of repeated runs (process time, so other
    load on the machine does not inflate it), against the reference
-   implementation's timings measured on this machine (the issue: DP-AGD ~5 s, PrivGene at
-   eps = 0.4 ~0.75 s, SGD-MA at T = 20,000 ~9 s).
+   implementation's timings measured on this machine (DP-AGD ~5 s, PrivGene at eps = 0.4
+   ~0.75 s, SGD-MA at T = 20,000 ~9 s).
 2. SGD-MA's T grid as five runs and as one run with snapshots (what the pipeline does).
 3. If the pipeline has run (Snakemake benchmark files under benchmarks/out/), the CPU seconds
    each algorithm took in the lee2018 target, and the total (lower bounds, see below).

@@ -1,5 +1,6 @@
-"""DP-AGD (Lee & Kifer 2018; spec §2.1): candidate scores, budget accounting, GradAvg, the
-reference-code variant, and an end-to-end audit showing the NoisyMin sign flaw (spec §5 P1)."""
+"""DP-AGD (Lee & Kifer 2018, Algorithm 2): candidate scores, budget accounting, GradAvg, the
+reference-code variant, and an end-to-end audit showing the NoisyMin sign flaw
+(docs/privacy.md#noisymin-sign)."""
 
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def test_reference_variant_charges_twice_and_stops_when_the_remainder_goes_negat
     assert all(updates_ok)
     assert remaining <= 0.0  # the loop ran until the running remainder was used up
     assert trace.rho_spent > trace.settings["rho_budget"]  # the code's ledger overdraws its budget
-    # D1: the reference applies the step of the candidate before the chosen one
+    # the reference applies the step of the candidate before the chosen one
+    # (docs/deviations.md#dp-agd-off-by-one)
     phis = candidate_grid(2.0, 20)
     assert trace.applied[0] == phis[trace.chosen[0] - 1]
     correct = run(problem, 0.8, 3, splits=20)
@@ -263,7 +265,7 @@ def test_registry_labels_the_reference_variant():
     correct, reference = get_algorithm("dp-agd"), get_algorithm("dp-agd-reference")
     assert correct.variant == "correct" and correct.dp_as_implemented
     assert reference.variant == "reference" and not reference.dp_as_implemented
-    assert "P1" in reference.caveat and "not DP" in reference.label
+    assert "docs/privacy.md#noisymin-sign" in reference.caveat and "not DP" in reference.label
 
 
 # -- utility ------------------------------------------------------------------------------------------
@@ -289,11 +291,12 @@ def test_end_to_end_audit_reference_exceeds_its_epsilon_and_the_correct_variant_
     loss log 2 and zero gradient do not depend on w, so all 21 scores tie and d = sign(noise).
     D' adds (x = 1000, y = 1): its gradient at w0 is 0 (same d law), and when d = +1 its clipped
     loss is C_obj at w0 − Φ_20 = −0.03 and ~0 at every other candidate (when d = −1 it is ~0
-    everywhere) — spec P1's construction. ε = 1, δ = 1e-5, splits = 3 leave budget for exactly
-    one NoisyMin with ε_nmax = 1/6. Event: "the released w is the one reached through candidate
-    20 with d = +1" (w = −0.03 for the correct rule, w0 − Φ_19 = 0.07 for the code's w_{k*−1}).
-    P(S | D) = 1/42 for both; on D' the code's argmin(s + E) gives e^{−20/6}/42 (privacy loss
-    20·ε_nmax = 3.3 > ε), the correct argmin(s − E) at most e^{1/6}-fold less.
+    everywhere) — the construction of docs/privacy.md#noisymin-sign. ε = 1, δ = 1e-5, splits = 3
+    leave budget for exactly one NoisyMin with ε_nmax = 1/6. Event: "the released w is the one
+    reached through candidate 20 with d = +1" (w = −0.03 for the correct rule, w0 − Φ_19 = 0.07 for
+    the code's w_{k*−1}). P(S | D) = 1/42 for both; on D' the code's argmin(s + E) gives
+    e^{−20/6}/42 (privacy loss 20·ε_nmax = 3.3 > ε), the correct argmin(s − E) at most e^{1/6}-fold
+    less.
     """
     X = np.zeros((4, 1))
     y = np.array([0.0, 1.0, 0.0, 1.0])

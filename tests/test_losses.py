@@ -242,7 +242,7 @@ def test_lipschitz_and_smoothness_hold_empirically(name, params):
 def test_constants_documented_values():
     assert Logistic().lipschitz(2.0) == 2.0 and Logistic().smoothness(2.0) == 1.0
     assert get_loss("huber-hinge", h=0.1).smoothness(1.0) == pytest.approx(5.0)
-    assert get_loss("huber", delta=1.0).lipschitz(1.0) == 1.0  # spec: L = δ_H, β = 1 at R = 1
+    assert get_loss("huber", delta=1.0).lipschitz(1.0) == 1.0  # L = δ_H, β = 1 at R = 1
     assert get_loss("huber", delta=1.0).smoothness(1.0) == 1.0
     assert get_loss("huber", delta=5.0).lipschitz(1.0, radius=1.0) == 2.0  # |u| ≤ DR + 1
     with pytest.raises(ValueError):

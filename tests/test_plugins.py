@@ -73,7 +73,7 @@ def test_generic_files_name_no_paper():
     assert {"lee2018", "zhang2017", "demo"} <= keys
     offenders = {}
     for path in generic_files():
-        named = keys & {w.removesuffix("-runtime") for w in code_words(path)}
+        named = keys & code_words(path)
         if named:
             offenders[str(path.relative_to(REPO))] = sorted(named)
     assert not offenders, f"generic files name papers: {offenders}"

@@ -41,7 +41,8 @@ def test_linear_form_is_an_upper_bound_of_the_exact_form_where_valid(epsilon, q)
 def test_linear_form_refuses_base_epsilon_above_one():
     with pytest.raises(ValueError, match="amplify_subsampling"):
         P.amplify_linear(1.2, 1e-6, 0.01)
-    # SGD-Adv-like numbers: a per-step budget that inverts to ε_base ≈ 1.09 (spec §5 P5)
+    # SGD-Adv-like numbers: a per-step budget that inverts to ε_base ≈ 1.09
+    # (docs/privacy.md#gaussian-range)
     q = 0.01
     eps_step = 2 * q * 1.09
     with pytest.raises(ValueError, match="epsilon_base"):

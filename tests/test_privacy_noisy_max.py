@@ -1,5 +1,5 @@
 """Report-noisy-max/min: exact selection probabilities by quadrature (calibration), Monte Carlo
-audits on neighbouring inputs, and the DP-AGD sign bug (spec §5 P1)."""
+audits on neighbouring inputs, and the DP-AGD sign bug (docs/privacy.md#noisymin-sign)."""
 
 import itertools
 import math
@@ -71,8 +71,9 @@ def test_general_calibration_meets_epsilon_and_monotone_one_would_not(noise):
     assert worst_log_ratio(u, perturbations, b_mono, noise) > eps * 1.05
 
 
-def p1_scores(n, sens):
-    """Spec §5 P1: all 21 clipped-loss sums equal on D; on D' candidate 0's is larger by Δ."""
+def sign_flaw_scores(n, sens):
+    """docs/privacy.md#noisymin-sign: all 21 clipped-loss sums equal on D; on D' candidate 0's is
+    larger by Δ."""
     s_d = np.zeros((n, K_GRID))
     s_p = s_d.copy()
     s_p[:, 0] += sens
@@ -82,7 +83,7 @@ def p1_scores(n, sens):
 def test_reference_noisy_min_violates_its_claim_by_twenty_fold():
     eps, sens, n = 0.1, 1.0, 200_000
     rng = np.random.default_rng(2024)
-    s_d, s_p = p1_scores(n, sens)
+    s_d, s_p = sign_flaw_scores(n, sens)
     out_d = P.report_noisy_min_reference(s_d, sensitivity=sens, epsilon=eps, rng=rng)
     out_p = P.report_noisy_min_reference(s_p, sensitivity=sens, epsilon=eps, rng=rng)
     res = P.audit_outputs(out_d, out_p, support=np.arange(K_GRID), confidence=0.95)
@@ -97,7 +98,7 @@ def test_reference_noisy_min_violates_its_claim_by_twenty_fold():
 def test_correct_noisy_min_passes_the_same_audit(noise, monotone):
     eps, sens, n = 0.1, 1.0, 200_000
     rng = np.random.default_rng(7)
-    s_d, s_p = p1_scores(n, sens)
+    s_d, s_p = sign_flaw_scores(n, sens)
     kw = dict(sensitivity=sens, epsilon=eps, rng=rng, monotone=monotone, noise=noise)
     out_d = P.report_noisy_min(s_d, **kw)
     out_p = P.report_noisy_min(s_p, **kw)
@@ -119,7 +120,7 @@ def test_noisy_min_prefers_smaller_scores_and_reference_is_biased_the_other_way(
     # others, whereas the buggy form picks it *much* less often (it over-reacts to the change).
     eps, sens, n = 0.5, 1.0, 100_000
     rng = np.random.default_rng(4)
-    _, s_p = p1_scores(n, sens)
+    _, s_p = sign_flaw_scores(n, sens)
     good = P.report_noisy_min(s_p, sensitivity=sens, epsilon=eps, rng=rng, monotone=True)
     bad = P.report_noisy_min_reference(s_p, sensitivity=sens, epsilon=eps, rng=rng)
     assert np.mean(good == 0) >= math.exp(-eps) / K_GRID * 0.95

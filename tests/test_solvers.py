@@ -179,8 +179,9 @@ def test_katyusha_converges_in_expectation(reference):
         solvers.katyusha(make_problem(l2=0.0), rng=np.random.default_rng(0), n_epochs=1)
 
 
-def test_katyusha_epoch_matches_spec_formulas():
-    # One epoch with m = 2 from x̃ = y = z = 0, transcribed from spec §2.14 (option II).
+def test_katyusha_epoch_matches_allen_zhu_formulas():
+    # One epoch with m = 2 from x̃ = y = z = 0, transcribed from Katyusha's update (Allen-Zhu 2018,
+    # option II).
     prob = make_problem()
     L, mu, m = prob.loss.smoothness(prob.radius), prob.l2, 2
     tau1, tau2 = min(np.sqrt(m * mu / (3 * L)), 0.5), 0.5

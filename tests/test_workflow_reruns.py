@@ -12,7 +12,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import REPO
 
 pytestmark = pytest.mark.slow

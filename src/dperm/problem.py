@@ -1,9 +1,9 @@
 """The regularised ERM problem every algorithm receives: data, loss and an explicit L2 term.
 
 F(w) = (1/n) Σ_i ℓ(w; x_i, y_i) + (λ/2)‖w‖², λ = ``l2`` ≥ 0 on all coordinates including the
-bias (spec §1.2 "Regularisation"). Algorithms that instead add λ·w to a noisy direction (DP-AGD,
-the SGD baselines) use the unregularised per-example methods (``clipped_grad_sum``,
-``per_example_grad``) and add the term themselves.
+bias. Algorithms that instead add λ·w to a noisy direction (DP-AGD, the SGD baselines) use the
+unregularised per-example methods (``clipped_grad_sum``, ``per_example_grad``) and add the term
+themselves.
 """
 
 from __future__ import annotations
@@ -171,7 +171,8 @@ class Problem:
         """Lipschitz constant of each unregularised ℓ_i at R = max‖x_i‖ (optionally on ‖w‖ ≤ radius).
 
         The regulariser is excluded: it is data-independent, so it cancels in neighbouring-data
-        differences (spec §5 P13); add λ·radius yourself where a bound on ∇F itself is needed.
+        differences (docs/privacy.md#outpert-regulariser); add λ·radius yourself where a bound on
+        ∇F itself is needed.
         """
         return self.loss.lipschitz(self.radius, radius)
 

@@ -86,7 +86,8 @@ class Split:
 def make_splits(protocol: dict, n: int, seed: int) -> list[Split]:
     """Train/test splits of ``n`` rows. ``kind``: ``kfold`` (``folds`` × ``repeats``, a fresh
     permutation per repeat), ``holdout`` (``test_fraction``, ``repeats`` times), ``full`` (train
-    and evaluate on every row: Lee & Kifer's Figure 1 scripts, spec D17)."""
+    and evaluate on every row: Lee & Kifer's Figure 1 scripts,
+    docs/deviations.md#fig1-training-accuracy)."""
     kind, repeats = protocol["kind"], int(protocol.get("repeats", 1))
     if n < 2:
         raise ValueError(f"need at least 2 rows to split; got n={n}")

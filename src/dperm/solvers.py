@@ -215,7 +215,8 @@ def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, ftol=0.0, 
 
 
 def gradient_descent(fun, x0=None, *, step, n_iter, jac=None, return_path=False):
-    """Fixed-step GD x_{t+1} = x_t − η∇F(x_t), t = 0..T−1 (OutPert-GD's inner loop, spec §2.3).
+    """Fixed-step GD x_{t+1} = x_t − η∇F(x_t), t = 0..T−1 (OutPert-GD's inner loop, Zhang et al.
+    2017, Alg. 1).
 
     Returns the T-th iterate; ``path`` (T+1, *x0.shape) when ``return_path``. ``seconds`` is the
     time of the T gradient steps (what OutPert-GD reports as its runtime).
@@ -238,7 +239,7 @@ def gradient_descent(fun, x0=None, *, step, n_iter, jac=None, return_path=False)
 def nesterov(fun, x0=None, *, n_iter, smoothness=None, mu=None, jac=None, return_path=False):
     """Nesterov's accelerated gradient, x_{t+1} = y_t − ∇F(y_t)/β.
 
-    μ > 0 (strongly convex; spec §2.13 Alg. 4, Nesterov 2004 scheme (2.2.22)): constant
+    μ > 0 (strongly convex; Lowy & Razaviyayn, Alg. 4, Nesterov 2004 scheme (2.2.22)): constant
     momentum y_t = x_t + q(x_t − x_{t−1}), q = (√κ − 1)/(√κ + 1), κ = β/μ, giving
     F(x_T) − F* ≤ (1 − 1/√κ)^T (F(x_0) − F* + μ‖x_0 − x*‖²/2).
     μ = 0 (convex; Beck & Teboulle 2009, FISTA without prox): y_t = x_t + ((a_t − 1)/a_{t+1})
@@ -280,7 +281,7 @@ def sgd(problem, x0=None, *, rng, step, n_iter, batch_size=1, replace=True, aver
     uniformly with replacement; ``False`` walks through a fresh random permutation per epoch
     (a final partial batch is dropped). ``radius`` projects onto {‖x‖ ≤ radius}. ``average``:
     None (last iterate), ``"uniform"`` (mean of x_1..x_T) or ``"weighted"`` (Σ 2t x_t/(T(T+1)),
-    Lacoste-Julien, Schmidt & Bach 2012; spec §2.13 Alg. 2). ``n_grad_evals`` = T·b/n.
+    Lacoste-Julien, Schmidt & Bach 2012; Lowy & Razaviyayn, Alg. 2). ``n_grad_evals`` = T·b/n.
     """
     if average not in (None, "uniform", "weighted"):
         raise ValueError(f"average must be None, 'uniform' or 'weighted', got {average!r}")
@@ -339,14 +340,14 @@ def _component_difference(problem):
 
 
 def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner=None):
-    """Katyusha (Allen-Zhu 2018, spec §2.14) on F = f + ψ, f = mean unregularised loss,
+    """Katyusha (Allen-Zhu 2018) on F = f + ψ, f = mean unregularised loss,
     ψ = (μ/2)‖x‖², option II for y; snapshot = (1 + aμ)^j-weighted average of the epoch's y.
 
     L_K (``smoothness``) defaults to the loss's per-example β(R); μ (σ_K) to ``problem.l2``,
     which must be > 0. m = ``inner`` (default 2n), τ₂ = ½, τ₁ = min(√(mμ/(3L_K)), ½),
-    a = 1/(3τ₁L_K). Accuracy holds **in expectation only** (spec §5 P9): not a certificate.
-    ``n_grad_evals`` per epoch = 1 (snapshot) + m·c/n, c = 1 for GLMs (snapshot φ' cached),
-    2 otherwise; ``nit`` = epochs.
+    a = 1/(3τ₁L_K). Accuracy holds **in expectation only** (docs/privacy.md#blackbox-expectation):
+    not a certificate. ``n_grad_evals`` per epoch = 1 (snapshot) + m·c/n, c = 1 for GLMs (snapshot
+    φ' cached), 2 otherwise; ``nit`` = epochs.
     """
     L = problem.loss.smoothness(problem.radius) if smoothness is None else smoothness
     sigma = problem.l2 if mu is None else mu

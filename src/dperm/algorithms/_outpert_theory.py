@@ -1,36 +1,38 @@
 """Sensitivity, schedules and noise of output-perturbed gradient descent (Zhang et al. 2017).
 
-Notation (S-002 §3.1): f(w; ξ_i) = ℓ_i(w) + (μ/2)‖w‖² is the per-example *regularised* loss
-(the paper's footnote 5 adds the μ-term to each f to make it strongly convex), so its smoothness
-is β = β_ℓ(R) + μ; L is the Lipschitz constant of the *unregularised* ℓ_i (spec §5 P13, below).
-Adjacency: replace-one (S-002 §2.2: |S| = |S'| = n, one data point differs).
+Notation (Zhang et al. 2017, §3.1): f(w; ξ_i) = ℓ_i(w) + (μ/2)‖w‖² is the per-example
+*regularised* loss (the paper's footnote 5 adds the μ-term to each f to make it strongly convex),
+so its smoothness is β = β_ℓ(R) + μ; L is the Lipschitz constant of the *unregularised* ℓ_i
+(below, and docs/privacy.md#outpert-regulariser). Adjacency: replace-one (Zhang et al. 2017,
+§2.2: |S| = |S'| = n, one data point differs).
 
 **Lemma 2** (convex, β-smooth, η ≤ 1/β): Δ_T ≤ 3LTη/n.
 **Lemma 3** (μ-strongly convex, β-smooth, η ≤ 1/(β + μ)): Δ_T ≤ 5L(μ + β)/(nμβ)
 (Theorem 2 writes it 5L(1 + β/μ)/(nβ), the same number).
 
-Check of the constants [DERIVED, Hardt, Recht & Singer 2016, Lemmas 3.6–3.7]. Let S, S' differ
-in row k and split F_S = g + (1/n)ℓ_k with g = (1/n)Σ_{i≠k} ℓ_i + (μ/2)‖·‖², common to both.
-The GD map of g is non-expansive for η ≤ 2/β_g (convex) and (1 − ημ)-contractive for
+Check of the constants (our derivation, after Hardt, Recht & Singer 2016, Lemmas 3.6–3.7). Let
+S, S' differ in row k and split F_S = g + (1/n)ℓ_k with g = (1/n)Σ_{i≠k} ℓ_i + (μ/2)‖·‖², common
+to both. The GD map of g is non-expansive for η ≤ 2/β_g (convex) and (1 − ημ)-contractive for
 η ≤ 2/(β_g + μ) (write g = h + (μ/2)‖·‖² with h convex, (β_g − μ)-smooth), β_g ≤ β. The rest
 moves the iterate by (η/n)‖∇ℓ_k(w_t) − ∇ℓ'_k(w'_t)‖ ≤ 2ηL/n. Hence
 Δ_{t+1} ≤ (1 − ημ)Δ_t + 2ηL/n, i.e. Δ_T ≤ 2LTη/n (μ = 0) and Δ_T ≤ (2L/(nμ))(1 − (1 − ημ)^T)
 (μ > 0). Both lemmas are therefore valid and conservative (factors 3/2 and ≥ 5/2), under
 conditions weaker than the paper's. The regulariser cancels in the difference, which is why L is
-the Lipschitz constant of ℓ, not of f (f's is unbounded on R^p; spec §5 P13). The paper's
-recursion Δ²_{t+1} ≤ Δ²_t + 4ηLΔ_t/n + 8η²L²/n² gives 3LTη/n by induction (c = 3 satisfies
-c² ≥ 8 and 2c² ≥ 4c).
+the Lipschitz constant of ℓ, not of f (f's is unbounded on R^p;
+docs/privacy.md#outpert-regulariser). The paper's recursion
+Δ²_{t+1} ≤ Δ²_t + 4ηLΔ_t/n + 8η²L²/n² gives 3LTη/n by induction (c = 3 satisfies c² ≥ 8 and
+2c² ≥ 4c).
 
 **Theorem 2** (μ > 0): η = 1/(μ + β), T = ⌈((μ² + β²)/(μβ))·ln(μ²n²ε²D²/(L²·d²))⌉.
 **Theorem 3** (μ = 0): η = 1/β, T = ⌈(β²n²ε²D²/(L²·d²))^{1/3}⌉.
-For (ε, δ)-DP, d² → d·ln(1/δ). Θ-constants = 1 and D is a declared bound on ‖ŵ‖ (spec §6 Q7);
-T ≥ 1 is enforced. T and η are data-independent, so they cost no privacy; a wrong D costs
-utility only.
+For (ε, δ)-DP, d² → d·ln(1/δ). Θ-constants = 1 and D is a declared bound on ‖ŵ‖
+(docs/deviations.md#zhang-unknowns); T ≥ 1 is enforced. T and η are data-independent, so they
+cost no privacy; a wrong D costs utility only.
 
 **Noise** (Algorithm 1): δ = 0: density ∝ exp(−ε‖z‖/Δ) (Gamma-norm sampler); δ > 0: Gaussian.
 The paper's Gaussian σ = Δ√(2 ln(2/δ))/ε holds for ε ≤ 1 only; the paper (ε = 2) and DP-AGD's
-baseline (ε = 1.6) use it beyond (spec §5 P5). ``gaussian="auto"`` uses it for ε ≤ 1 and the
-valid-for-all-ε Zhao et al. calibration above, with a note in the result.
+baseline (ε = 1.6) use it beyond (docs/privacy.md#gaussian-range). ``gaussian="auto"`` uses it
+for ε ≤ 1 and the valid-for-all-ε Zhao et al. calibration above, with a note in the result.
 """
 
 from __future__ import annotations

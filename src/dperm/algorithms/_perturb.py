@@ -6,9 +6,9 @@ the data's own max ‖x_i‖ (``Problem.radius``) is a function of the private d
 algorithms take a declared ``row_bound`` R and *enforce* it, mapping every row to
 x_i·min(1, R/‖x_i‖). The map acts on each row alone, so neighbouring datasets stay neighbouring
 (replace-one and add/remove alike) and the constants evaluated at R hold for every dataset.
-Regression targets are assumed to lie in [0, 1] (spec §6 Q7; the prepare step scales them) and
-are clipped to [0, 1] by the same per-row argument. Nothing about how many rows the clip
-changed is recorded: that count is data-dependent.
+Regression targets are assumed to lie in [0, 1] (docs/deviations.md#zhang-unknowns; the prepare
+step scales them) and are clipped to [0, 1] by the same per-row argument. Nothing about how many
+rows the clip changed is recorded: that count is data-dependent.
 """
 
 from __future__ import annotations

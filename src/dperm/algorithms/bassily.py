@@ -1,5 +1,5 @@
 """Noisy mini-batch SGD of Bassily, Smith & Thakurta 2014 (BST14, Alg. 1), the baseline of Zhang
-et al. 2017's Table 3 (spec §2.9, §3.7, decision §6 Q7).
+et al. 2017's Table 3 (our choices for it: docs/deviations.md#zhang-unknowns).
 
 Objective: F(w) = (1/n) Σ ℓ_i(w) + (μ/2)‖w‖², μ = ``problem.l2`` (BST14 minimise the *sum*;
 the mean form below is the same algorithm rescaled). Each step draws m = 50 row indices uniformly
@@ -16,10 +16,11 @@ Lipschitz constant: rows are mapped to x·min(1, R/‖x‖) with the public ``ro
 1; never the data's own max norm), so L = the loss's Lipschitz constant at R (on ‖w‖ ≤ D where it
 matters) is true; per-example gradients are also clipped to L (a no-op then; it makes ``clip=``
 overrides, e.g. for losses without a constant, safe). The regulariser is data-independent and
-stays outside the noise (spec §5 P13).
+stays outside the noise (docs/privacy.md#outpert-regulariser).
 
 Privacy (adjacency: replace-one; a replaced row moves each of its copies' clipped gradient by
-≤ 2L). Calibration [DERIVED; "noise from amplification + advanced composition", Q7]:
+≤ 2L). Calibration (our derivation of the "amplification and advanced composition" choice of
+docs/deviations.md#zhang-unknowns):
 
 1. advanced composition split: (ε_s, δ_s) = (ε/(2√(2T ln(2/δ))), δ/(2T)) composes to ≤ (ε, δ);
 2. with replacement, the replaced row appears K ~ Binomial(m, 1/n) times. Coupling the two
@@ -30,9 +31,10 @@ Privacy (adjacency: replace-one; a replaced row moves each of its copies' clippe
        δ_step(σ) = Σ_{k≥1} π_k · δ_G(ε₀; σ, 2Lk) ≤ δ_s,
    δ_G the exact Gaussian profile (Balle & Wang 2018) at sensitivity 2Lk (k copies); i.e.
    ε₀ = ln(1 + (e^{ε_s} − 1)/q), valid for every ε₀ (no ε ≤ 1 condition);
-3. σ: ``gaussian="zhao"`` (default, Q7) takes Zhao et al.'s valid-for-all-ε closed form at
-   (ε₀, δ_s/q, 2L) — which covers the K = 1 term — and raises it, if needed, to the smallest σ
-   with δ_step(σ) ≤ δ_s (duplicates, K ≥ 2); ``"analytic"`` takes that smallest σ directly.
+3. σ: ``gaussian="zhao"`` (default, docs/deviations.md#zhang-unknowns) takes Zhao et al.'s
+   valid-for-all-ε closed form at (ε₀, δ_s/q, 2L) — which covers the K = 1 term — and raises it,
+   if needed, to the smallest σ with δ_step(σ) ≤ δ_s (duplicates, K ≥ 2); ``"analytic"`` takes
+   that smallest σ directly.
 
 Step sizes (BST14, adapted): their sum-form steps act on n∇ℓ + b, so in mean form η_t is n times
 theirs. Convex (μ = 0): η_t = ‖C‖/(√t·G) with ‖C‖ = 2D the diameter of the ball and

@@ -1,4 +1,4 @@
-"""DP-SGD (Abadi et al. 2016, Algorithm 1; lecture notes S-001 Alg. 4).
+"""DP-SGD (Abadi et al. 2016, Algorithm 1; Wang's lecture notes (Lecture 15), Algorithm 4).
 
 Each step draws a Poisson sample (every row independently with probability q = batch_size/n),
 clips each per-example gradient to norm C, adds N(0, (σC)²I) to the sum and divides by the

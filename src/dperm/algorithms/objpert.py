@@ -1,29 +1,30 @@
 """ObjPert: objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011; Kifer, Smith & Thakurta
-2012, Algorithm 1), the baseline of Lee & Kifer 2018 (spec §2.2).
+2012, Algorithm 1), the baseline of Lee & Kifer 2018.
 
 Release the exact minimiser of the perturbed objective
 
     J(w) = (1/n)Σ ℓ_i(w) + (λ/2)‖w‖² + (Δ/(2n))‖w‖² + (1/n)⟨b, w⟩,   Δ = 2λ_H/ε,
 
 λ = ``problem.l2``, the Δ-term on every coordinate (bias included), on the training rows mapped
-into the public ball ‖x‖ ≤ R (:mod:`._perturb`). Conditions (Kifer et al. Thm 2, recalled
-[RECON]): ℓ convex, twice differentiable, ‖∇ℓ_i‖ ≤ ζ, Hessian of every ℓ_i of rank ≤ 1 with
-eigenvalue ≤ λ_H (true for linear models ℓ_i = φ(⟨w, x_i⟩): ∇²ℓ_i = φ''·x_i x_iᵀ), regulariser
-convex, minimisation **exact** (spec §5 P8). The constants come from the loss at the enforced R,
-never from the data: logistic ζ = R, λ_H = R²/4; huber-hinge ζ = R, λ_H = R²/(2h); Huber
-regression ζ = δ_H·R, λ_H = R². The plain hinge is refused (not differentiable); the SVM uses
-``huber-hinge`` whose h comes from the model config — Chaudhuri et al.'s experiments used
-h = 0.5 [RECON], so set it there (the loss class defaults to dpml's 0.1). The Huber hinge's φ''
-jumps at two margins; Chaudhuri et al. (Huber SVM) and Kifer et al.'s limit theorem cover this.
+into the public ball ‖x‖ ≤ R (:mod:`._perturb`). Conditions (Kifer et al. Thm 2, recalled, not
+checked against the paper text): ℓ convex, twice differentiable, ‖∇ℓ_i‖ ≤ ζ, Hessian of every ℓ_i
+of rank ≤ 1 with eigenvalue ≤ λ_H (true for linear models ℓ_i = φ(⟨w, x_i⟩): ∇²ℓ_i = φ''·x_i x_iᵀ),
+regulariser convex, minimisation **exact** (docs/privacy.md#objpert-assumptions). The constants
+come from the loss at the enforced R, never from the data: logistic ζ = R, λ_H = R²/4;
+huber-hinge ζ = R, λ_H = R²/(2h); Huber regression ζ = δ_H·R, λ_H = R². The plain hinge is
+refused (not differentiable); the SVM uses ``huber-hinge`` whose h comes from the model config —
+Chaudhuri et al.'s experiments used h = 0.5 (recalled), so set it there (the loss class defaults
+to dpml's 0.1). The Huber hinge's φ'' jumps at two margins; Chaudhuri et al. (Huber SVM) and
+Kifer et al.'s limit theorem cover this.
 
 Noise (Kifer et al.'s constants, as in DP-AGD's ``obj_pert``): with s the ℓ2 sensitivity of the
 gradient sum, δ = 0: b has density ∝ exp(−ε‖b‖/(2s)) (Gamma-norm, E‖b‖ = 2ps/ε); δ > 0:
 b ~ N(0, σ_b²I), σ_b² = (s/ε)²(8 ln(2/δ) + 4ε).
 
-Privacy argument checked here [DERIVED] (the seed texts do not contain Kifer et al.). Writing the
-optimality condition in sum form, b = −∇(Σℓ_i + nλ‖·‖²/2 + Δ‖·‖²/2)(w) is a bijection of w, so
-p_D(w) = ν(b_D(w))·det H_D(w), H_D = Σ∇²ℓ_i + (nλ + Δ)I. (i) Jacobian: neighbours differ by one
-PSD rank-one term of norm ≤ λ_H above a common part ≥ ΔI, so det H_D/det H_D' ≤ 1 + λ_H/Δ
+Privacy argument checked here (our derivation; Kifer et al. is not among our source texts).
+Writing the optimality condition in sum form, b = −∇(Σℓ_i + nλ‖·‖²/2 + Δ‖·‖²/2)(w) is a bijection
+of w, so p_D(w) = ν(b_D(w))·det H_D(w), H_D = Σ∇²ℓ_i + (nλ + Δ)I. (i) Jacobian: neighbours differ
+by one PSD rank-one term of norm ≤ λ_H above a common part ≥ ΔI, so det H_D/det H_D' ≤ 1 + λ_H/Δ
 = 1 + ε/2 ≤ e^{ε/2} — for add/remove *and* replace-one (the removed term only enlarges the
 denominator). Any λ ≥ 0 works on top; Δ is added in full as Kifer et al. do (Chaudhuri et al.
 instead shrink Δ when nλ already supplies the curvature). (ii) Noise: ‖b_D(w) − b_D'(w)‖ is ζ for
@@ -31,9 +32,9 @@ add/remove but 2ζ for replace-one; the density ratio exp(ε·‖·‖/(2s)) is 
 For the Gaussian, the privacy loss exceeds ε/2 only on the event Z > √(2 ln(2/δ) + ε) − ε/(4√(…)),
 whose probability is ≤ δ/2 for every ε > 0 (so no ε ≤ 1 restriction). Hence Kifer et al.'s
 constants (s = ζ) are ε- or (ε, δ)-DP under **add/remove-one** adjacency, which is Lee & Kifer's
-model (S-003 §3); under replace-one they give only 1.5ε, and ``adjacency="replace-one"`` uses
-s = 2ζ instead. Under add/remove, n (the objective's normalisation) is treated as public, as in
-Kifer et al. and DP-AGD.
+model (Lee & Kifer 2018, §3.1); under replace-one they give only 1.5ε, and
+``adjacency="replace-one"`` uses s = 2ζ instead. Under add/remove, n (the objective's
+normalisation) is treated as public, as in Kifer et al. and DP-AGD.
 
 Draws: the noise enters the objective, so every draw is its own solve from w = 0, certified to
 ‖∇J‖ ≤ ``gtol`` (``extra["grad_norm"]`` is the largest reached, ``extra["dist_bound"]`` the
@@ -44,7 +45,8 @@ measured under load: logistic fits 1.2–2.4× faster; Huberised-hinge fits from
 ε = 0.05 to 1.5× faster at ε = 1.6); L-BFGS finishes if Newton stalls, and is the solver for everything else. The
 solver does not enter the privacy argument, which is about the exact minimiser.
 
-``objpert-reference`` reproduces DP-AGD's ``obj_pert`` exactly (spec D11, P8): no row bound,
+``objpert-reference`` reproduces DP-AGD's ``obj_pert`` exactly
+(docs/deviations.md#objpert-objective, docs/privacy.md#objpert-assumptions): no row bound,
 ζ = λ_H = 1 regardless of ‖x‖ (√2 after unit-norm + bias), any loss (plain hinge for the SVM), the
 objective J + (1/n)‖w̄‖² with the Δ-term on w̄ (w with the bias coordinate zeroed), and scipy
 L-BFGS-B with ``maxiter=300`` from 0. Not DP as implemented.
@@ -197,5 +199,6 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
 
 register_variant("objpert-reference", of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
                  caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "
-                        "the Delta-term, L-BFGS-B capped at 300 iterations (spec D11, P8)",
+                        "the Delta-term, L-BFGS-B capped at 300 iterations (docs/deviations.md#objpert-objective, "
+                        "docs/privacy.md#objpert-assumptions)",
                  description="DP-AGD's obj_pert exactly")

@@ -7,10 +7,10 @@ for T steps on the training rows with every row mapped into the public ball ‖x
 Adjacency: replace-one. Sensitivity: Lemma 2 (convex) Δ = 3LTη/n or Lemma 3 (μ > 0)
 Δ = 5L(μ + β)/(nμβ), with L = ℓ's Lipschitz constant and β = β_ℓ + μ at the enforced R (β the
 smoothness of the regularised per-example loss, as in the paper; L excludes the regulariser,
-which cancels between neighbours — spec §5 P13). Constants, the check of the lemmas and the
-noise rules are in :mod:`._outpert_theory`. Noise: δ = 0 → Gamma-norm density ∝ exp(−ε‖z‖/Δ),
-ε-DP; δ > 0 → Gaussian, (ε, δ)-DP (``gaussian="auto"``: the paper's ln(2/δ) form for ε ≤ 1,
-Zhao et al. above, noted in the result). Accounting: one release, ε and δ as targeted.
+which cancels between neighbours — docs/privacy.md#outpert-regulariser). Constants, the check of
+the lemmas and the noise rules are in :mod:`._outpert_theory`. Noise: δ = 0 → Gamma-norm density
+∝ exp(−ε‖z‖/Δ), ε-DP; δ > 0 → Gaussian, (ε, δ)-DP (``gaussian="auto"``: the paper's ln(2/δ) form
+for ε ≤ 1, Zhao et al. above, noted in the result). Accounting: one release, ε and δ as targeted.
 
 Step size. Both lemmas need η ≤ 1/β (Lemma 2) or η ≤ 1/(β + μ) (Lemma 3). A larger configured
 η is **clamped** to the limit and the clamp is noted: the limit is a function of public
@@ -26,12 +26,13 @@ Registered as
 * ``outpert-gd`` — Zhang et al.'s setting: T and η from Theorem 2 (μ > 0) or 3 (μ = 0), D =
   ``solution_bound``, lemma paired with μ as in the paper.
 * ``outpert`` — Lee & Kifer 2018's baseline with their code's T = 50, η = 1 (the paper "heavily
-  tuned" them; spec §2.3), made correct: L from the enforced R, Lemma 2, a valid Gaussian,
-  smooth losses only.
-* ``outpert-reference`` — DP-AGD's ``outpert_gd`` exactly: L = 1 whatever the row norms (P4),
-  no row bound, any loss including the non-smooth hinge, σ = √(2 ln(2/δ))·(3LTη/n)/ε at every ε
-  (P5). Not DP as implemented. (The reference scripts also train on the whole data set, D6; the
-  protocol always passes the training fold.)
+  tuned" them), made correct: L from the enforced R, Lemma 2, a valid Gaussian, smooth losses
+  only.
+* ``outpert-reference`` — DP-AGD's ``outpert_gd`` exactly: L = 1 whatever the row norms
+  (docs/privacy.md#outpert-lipschitz), no row bound, any loss including the non-smooth hinge,
+  σ = √(2 ln(2/δ))·(3LTη/n)/ε at every ε (docs/privacy.md#gaussian-range). Not DP as
+  implemented. (The reference scripts also train on the whole data set,
+  docs/deviations.md#outpert-full-data; the protocol always passes the training fold.)
 """
 
 from __future__ import annotations
@@ -221,6 +222,6 @@ def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ste
 
 
 register_variant("outpert-reference", of="outpert", impl=fit_outpert_reference, dp_as_implemented=False,
-                 caveat="L = 1 whatever the row norms (spec P4), no smoothness check (hinge allowed), "
-                        "ln(2/delta) Gaussian at every epsilon (P5)",
+                 caveat="L = 1 whatever the row norms (docs/privacy.md#outpert-lipschitz), no smoothness check "
+                        "(hinge allowed), ln(2/delta) Gaussian at every epsilon (docs/privacy.md#gaussian-range)",
                  description="DP-AGD's outpert_gd exactly: sens = 3*L*T*eta/n with L = 1")

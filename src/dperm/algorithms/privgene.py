@@ -1,17 +1,17 @@
 """PrivGene (Zhang, Xiao, Yang, Zhang & Winslett, SIGMOD 2013) as simplified in the DP-AGD
-reference code (Lee & Kifer 2018's baseline; spec §2.5, `algo/privgene.py`).
+authors' code (Lee & Kifer 2018's baseline; `algo/privgene.py`).
 
 Algorithm: start from the parent w = 0 and mutation scale s = 0.5; in each of r iterations score
 the 2p candidates w ± s·e_j (j = 0..p−1, bias included), select one with the exponential
 mechanism, make it the parent and shrink s ← 0.95·s. Output: the last parent.
 
-Utilities (spec §2.5, with φ the loss as a function of the score t = ⟨w, x⟩):
+Utilities (the code's, with φ the loss as a function of the score t = ⟨w, x⟩):
 LR:  u(w) = Σ_i [y_i t_i − log(1 + e^{t_i})] = −Σ_i φ(t_i)             (C = 1, no ridge);
 SVM: u(w) = −(C Σ_i max(0, 1 − y_i t_i) + ½‖w_{1:}‖²)                     (C = 10; bias = column 0).
 (``problem.l2`` is not used: the utilities carry their own ridge, as in the code. Any linear-model
 loss works; its |φ'| bound, ``loss.lipschitz(1)``, scales the sensitivity below.)
 
-Sensitivity [DERIVED, checked for both utilities and both adjacencies]: the exponential
+Sensitivity (our derivation, checked for both utilities and both adjacencies): the exponential
 mechanism's probabilities are unchanged when the parent's utility is subtracted from every
 score, so the relevant function is v_k(D) = u_k(D) − u_parent(D). Candidate k differs from the
 parent in one coordinate j by ±s, so one row changes its score t_i by s·x_ij, |x_ij| ≤ B (the
@@ -20,22 +20,23 @@ clipped to [−B, B] so the bound is enforced). Logistic, hinge and Huber hinge 
 t (|φ'| ≤ 1; LR: |y − σ(t)| ≤ 1), so one row moves v_k by at most C·s·B; the ridge term does not
 depend on the data and cancels. Replace-one therefore changes v_k by ≤ 2CsB and add/remove by
 ≤ CsB. ``Δu = 2CsB`` (the code's 2Cs) makes every selection ε_iter-DP under replace-one and, a
-fortiori, under add/remove — for full batches and for both kinds of mini-batch (spec §5 P3):
-a Poisson batch moves by an added/removed row (or a replaced one, under replace-one), a
-fixed-size batch drawn without replacement by a replaced row (2CsB). With
-``adjacency="add-remove"`` the tight Δu = CsB is used for full and Poisson batches and 2CsB for
-fixed-size ones (the P3 doubling). Default: replace-one with 2CsB, the code's numbers.
+fortiori, under add/remove — for full batches and for both kinds of mini-batch
+(docs/privacy.md#minibatch-sensitivity): a Poisson batch moves by an added/removed row (or a
+replaced one, under replace-one), a fixed-size batch drawn without replacement by a replaced row
+(2CsB). With ``adjacency="add-remove"`` the tight Δu = CsB is used for full and Poisson batches and
+2CsB for fixed-size ones (the doubling of docs/privacy.md#minibatch-sensitivity). Default:
+replace-one with 2CsB, the code's numbers.
 
-Accounting (spec §2.5): each selection is ε_iter-DP, hence ε_iter²/2-zCDP (Bun & Steinke 2016,
-Prop. 1.4); r of them compose to r·ε_iter²/2 = ρ = zcdp_from_dp(ε, δ), so ε_iter = √(2ρ/r), and
-ρ-zCDP gives (ε, δ)-DP. ``composition="best"`` instead takes the larger of √(2ρ/r) and ε/r (basic
-composition of pure-DP steps, also valid; better when r is small); δ = 0 always uses ε/r.
+Accounting: each selection is ε_iter-DP, hence ε_iter²/2-zCDP (Bun & Steinke 2016, Prop. 1.4); r of
+them compose to r·ε_iter²/2 = ρ = zcdp_from_dp(ε, δ), so ε_iter = √(2ρ/r), and ρ-zCDP gives
+(ε, δ)-DP. ``composition="best"`` instead takes the larger of √(2ρ/r) and ε/r (basic composition of
+pure-DP steps, also valid; better when r is small); δ = 0 always uses ε/r.
 Mini-batches (KDDCup99: B = 40,000 in the paper) only save computation: no amplification is
 claimed, each iteration still pays ε_iter.
 
-Iterations: r = max(round(n·ε/c), 1), c = 800 (code; spec §4 D12), with Python 2 rounding (half
-away from zero) as the code ran; ``iterations`` overrides r. r depends on n, which is public
-under replace-one; under add/remove n is treated as public, as the paper does.
+Iterations: r = max(round(n·ε/c), 1), c = 800 (code; docs/deviations.md#privgene-iterations), with
+Python 2 rounding (half away from zero) as the code ran; ``iterations`` overrides r. r depends on n,
+which is public under replace-one; under add/remove n is treated as public, as the paper does.
 
 Cost: the 2p candidate scores differ from the parent's only where x_ij ≠ 0, so one iteration
 evaluates the loss change at the 2·nnz(X) shifted margins t_i ± s·x_ij and sums it per column
@@ -68,7 +69,7 @@ def round_half_up(x: float) -> int:
 
 
 def privgene_iterations(n: int, epsilon: float, c: float = 800.0) -> int:
-    """r = max(round(n·ε/c), 1) (DP-AGD `run_privgene_*`; spec §2.5)."""
+    """r = max(round(n·ε/c), 1) (DP-AGD `run_privgene_*`; docs/deviations.md#privgene-iterations)."""
     return max(round_half_up(n * epsilon / c), 1)
 
 

@@ -1,4 +1,4 @@
-"""RRPSGD — Random Round Private SGD (Zhang, Zheng, Mou & Wang, IJCAI 2017, Alg. 2; spec §2.4),
+"""RRPSGD — Random Round Private SGD (Zhang, Zheng, Mou & Wang, IJCAI 2017, Alg. 2),
 for smooth, possibly non-convex objectives.
 
 F(w) = (1/n) Σ ℓ_i(w) + (λ/2)‖w‖², λ = ``problem.l2``. Draw R from P(R = k + 1) ∝ 2η_k − βη_k²,
@@ -12,11 +12,12 @@ Noise (``noise``):
 * ``"theorem4"`` (default, the paper): the density exp(−ε²‖z‖²/(8L² ln(3n/δ) ln(2/δ))) of
   Alg. 2 is a Gaussian with per-coordinate variance s² = 4L² ln(3n/δ) ln(2/δ)/ε², so
   E‖z‖² = d·s², which is what Theorem 5's σ² = 4L² + 4dL² ln(3n/δ) ln(2/δ)/ε² uses; the proof
-  sketch's 8L²(…) without d is the inconsistent one (spec §4 D14) — we follow the algorithm's
-  density. Theorem 4 proves (ε, δ)-DP (replace-one) only for ε ∈ (0, 1] and ≤ n² rounds, so
-  ε > 1 and max_steps > n² raise ``ValueError``. Its proof is not in the seed text; as a check,
-  the RDP accountant for the analogous Poisson-sampled Gaussian (rate 1/n, n² steps, add/remove)
-  certifies ε ≈ 0.1–0.2 at the ε = 1 noise level for n ≈ 5,000–45,000 — a wide margin.
+  sketch's 8L²(…) without d is the inconsistent one (docs/deviations.md#zhang-typos) — we follow the
+  algorithm's density. Theorem 4 proves (ε, δ)-DP (replace-one) only for ε ∈ (0, 1] and ≤ n² rounds,
+  so ε > 1 and max_steps > n² raise ``ValueError``. Its proof is not in the paper (it defers to a
+  full version); as a check, the RDP accountant for the analogous Poisson-sampled Gaussian (rate
+  1/n, n² steps, add/remove) certifies ε ≈ 0.1–0.2 at the ε = 1 noise level for n ≈ 5,000–45,000 — a
+  wide margin.
 * ``"calibrated"``: our own calibration for the steps that can actually run, valid for every ε:
   advanced composition over T_max steps, amplification by sampling one row (q = 1/n) and the
   valid-for-all-ε Gaussian (:func:`dperm.algorithms.bassily.noisy_sgd_calibration` with m = 1;
@@ -26,17 +27,19 @@ Lipschitz constant L: rows are mapped to ‖x‖ ≤ ``row_bound`` (public, defa
 constant there; per-example gradients are clipped to L, which makes the sensitivity (2L, replace-
 one) true whatever the loss. The MLP has no global Lipschitz constant: pass ``clip`` = L and the
 gradients are clipped to it (the privacy argument then holds exactly; L is a choice, not a
-property of the network). The regulariser is data-independent and not clipped (spec §5 P13).
+property of the network). The regulariser is data-independent and not clipped
+(docs/privacy.md#outpert-regulariser).
 
 Step size (Theorem 5 with N = T_max rounds in place of n²): η = min(1/β, D_F/(σ_tot·√N)),
 σ_tot² = 4L² + d·s² (Theorem 5's σ², the bound on E‖G − ∇F‖²), β = β_ℓ(R) + λ, and
-D_F = √(2(F(w₀) − F*)/β) with a **public** bound F(w₀) − F* ≤ F(w₀) ≤ B₀ (spec §5 P10; F* ≥ 0
-because losses and regulariser are ≥ 0). B₀ must not depend on the data: for a linear model at
-w₀ = 0 every row has score 0, so ℓ_i(w₀) = φ(0, y_i) takes one value per label — B₀ = the
-largest over the label set (ln 2 for logistic: the same for every row; 1 for the hinges;
-Huber: h(1) for targets in [0, 1]). For the MLP at a public random initialisation, the output
-o = ⟨w₂, tanh(·)⟩ + b₂ satisfies |o| ≤ ‖w₂‖₁ + |b₂|, so ℓ_i ≤ log(1 + e^{‖w₂‖₁+|b₂|}). The MLP's
-β is unknown: ``smoothness`` is then required (it affects utility, never privacy).
+D_F = √(2(F(w₀) − F*)/β) with a **public** bound F(w₀) − F* ≤ F(w₀) ≤ B₀
+(docs/privacy.md#data-dependent-choices; F* ≥ 0 because losses and regulariser are ≥ 0). B₀ must not
+depend on the data: for a linear model at w₀ = 0 every row has score 0, so ℓ_i(w₀) = φ(0, y_i) takes
+one value per label — B₀ = the largest over the label set (ln 2 for logistic: the same for every
+row; 1 for the hinges; Huber: h(1) for targets in [0, 1]). For the MLP at a public random
+initialisation, the output o = ⟨w₂, tanh(·)⟩ + b₂ satisfies |o| ≤ ‖w₂‖₁ + |b₂|, so
+ℓ_i ≤ log(1 + e^{‖w₂‖₁+|b₂|}). The MLP's β is unknown: ``smoothness`` is then required (it affects
+utility, never privacy).
 ``initial_loss_bound`` and ``smoothness`` override either bound.
 
 Metric: ``extra["grad_norm_sq"]`` = ‖∇F(w_R)‖² of the full regularised objective on the data

@@ -1,8 +1,8 @@
-"""SGD-Adv and SGD-MA, the noisy-SGD baselines of Lee & Kifer 2018 (spec §2.6, §2.7).
+"""SGD-Adv and SGD-MA, the noisy-SGD baselines of Lee & Kifer 2018.
 
 Both run w ← w − η·(G/b + λw) from w₀ = 0 with G = Σ_{i∈batch} clip_C(∇ℓ_i(w)) + N(0, σ²I),
 λ = ``problem.l2`` added outside the noise (data-independent), output the last iterate, and
-b = int(√n + 10) (code; the paper says √n, spec §4 D9).
+b = int(√n + 10) (code; the paper says √n, docs/deviations.md#batch-size).
 
 **SGD-Adv** (DP-AGD `dpsgd_adv`; Bassily, Smith & Thakurta 2014 style). Adjacency: replace-one;
 batches of b rows drawn uniformly without replacement, so one replaced row moves G by ≤ 2C.
@@ -11,9 +11,9 @@ T = max(round(n·ε/500), 1) (Python 2 rounding), C = 3, η = 0.1. Correct calib
 1. advanced composition split (ε_step, δ_step) = (ε/(2√(2T ln(2/δ))), δ/(2T)) — composes to
    ≤ (ε, δ) with slack δ' = δ/2 (Dwork & Roth Thm 3.20; :func:`advanced_composition_split`);
 2. amplification by subsampling without replacement under replace-one (Balle, Barthe & Gaboardi
-   2018; S-001 Lemma 15.4): a base mechanism that is (ε_b, δ_b)-DP on the batch is
-   (ln(1 + q(e^{ε_b} − 1)), q·δ_b)-DP on the data, q = b/n, valid for every ε_b. Inverted:
-   ε_b = ln(1 + (e^{ε_step} − 1)/q), and **δ_b = δ_step/q** — the base Gaussian may spend
+   2018; Wang's lecture notes (Lecture 15), Lemma 15.4): a base mechanism that is (ε_b, δ_b)-DP on
+   the batch is (ln(1 + q(e^{ε_b} − 1)), q·δ_b)-DP on the data, q = b/n, valid for every ε_b.
+   Inverted: ε_b = ln(1 + (e^{ε_step} − 1)/q), and **δ_b = δ_step/q** — the base Gaussian may spend
    δ_step/q because only a q-fraction of its failure mass reaches the full-data guarantee;
 3. a Gaussian valid for every ε at (ε_b, δ_b) with sensitivity 2C: Zhao et al. 2019 (default,
    closed form) or the exact analytic Gaussian (Balle & Wang 2018, ``gaussian="analytic"``).
@@ -21,22 +21,25 @@ T = max(round(n·ε/500), 1) (Python 2 rounding), C = 3, η = 0.1. Correct calib
 ``sgd-adv-reference`` reproduces the code: ε_b = ε_step/(2q) (the (2qε, qδ) lemma, needs ε_b ≤ 1),
 δ_step kept unscaled for the Gaussian (conservative) and σ = 2C√(2 ln(1.25/δ_step))/ε_b (classical
 Gaussian, proven only for ε_b < 1) even when ε_b > 1 — e.g. ε_b ≈ 1.09 at ε = 1.6 on Adult-sized
-data (spec §5 P5): its privacy argument is invalid there, so it is registered as not DP as
-implemented. ``extra["exact_check"]`` runs the valid chain forwards on the σ it produces (exact
-Gaussian profile at δ_step/q, ln(1 + q(e^ε − 1)), advanced composition): on the Lee–Kifer grid
-(ε ≤ 1.6, δ = 1e-8, n ≈ 36–40k) the σ happens to be certified (ε ≈ 0.45 at target 1.6, because
-the classical formula is loose at small δ), but not in general (ε = 12.8 certifies ≈ 14).
+data (docs/privacy.md#gaussian-range): its own privacy argument is invalid there.
+``extra["exact_check"]`` runs the valid chain forwards on the σ it produces (exact Gaussian
+profile at δ_step/q, ln(1 + q(e^ε − 1)), advanced composition): on the Lee–Kifer grid (ε ≤ 1.6,
+δ = 1e-8, n ≈ 36–40k) the σ happens to be certified (ε ≈ 0.45 at target 1.6, because the
+classical formula is loose at small δ), but not in general (ε = 12.8 certifies ≈ 14). It is
+therefore registered as a reference variant that is DP as implemented on that grid
+(``dp_as_implemented=True``), with the caveat stated in every record.
 
 **SGD-MA** (DP-AGD `dpsgd_ma`; Abadi et al. 2016). ε is computed, not targeted: noise multiplier
 σ = 4 (std σC on G), C = 4, T ∈ {1, 100, 1000, 10000, 20000} (``steps``), η = 0.05, q = b/n.
 Adjacency: add/remove. Correct variant: Poisson sampling at rate q (each row independently; G is
 divided by the expected lot size qn = b), for which the sampled-Gaussian RDP analysis is exact;
 ε from the RDP accountant (:func:`epsilon_sampled_gaussian`, orders up to 1024, improved
-conversion). ``sgd-ma-reference`` samples b rows without replacement as the code does and
-reports the moments-accountant ε with orders 1..32 evaluated at order 32 only (spec §4 D10,
-§2.7 table). Its ε is not a proven bound for that sampling: with a fixed batch size, an
-added row displaces another, so G moves by up to 2C, not the C of the Poisson analysis (spec §5
-P6). Both variants report both numbers in ``extra`` (``epsilon_rdp``, ``epsilon_moments_ref``).
+conversion). ``sgd-ma-reference`` samples b rows without replacement as the code does and reports
+the moments-accountant ε with orders 1..32 evaluated at order 32 only
+(docs/deviations.md#moments-order-32). Its ε is not a proven bound for that sampling: with a fixed
+batch size, an added row displaces another, so G moves by up to 2C, not the C of the Poisson
+analysis (docs/privacy.md#moments-accountant). Both variants report both numbers in ``extra``
+(``epsilon_rdp``, ``epsilon_moments_ref``).
 
 Execution: the ``draws`` chains run in lockstep through :func:`._batched_sgd.run_noisy_sgd`
 (one vectorised step for all draws, each draw with its own batches and noise from its own
@@ -75,7 +78,7 @@ GAUSSIANS = ("zhao", "analytic")
 
 
 def default_batch_size(n: int) -> int:
-    """b = int(√n + 10) (DP-AGD code; the paper's √n, spec §4 D9), at most n."""
+    """b = int(√n + 10) (DP-AGD code; the paper's √n, docs/deviations.md#batch-size), at most n."""
     return min(int(math.sqrt(n) + 10), n)
 
 
@@ -181,7 +184,8 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
             verdict = ("the resulting sigma is still certified by the valid lemmas" if check["certified"]
                        else "the resulting sigma is NOT certified by the valid lemmas")
             notes.append(f"epsilon_base = {cal['epsilon_base']:.4g} >= 1: the classical Gaussian and the "
-                         f"2q-epsilon amplification are applied outside their proven range (spec P5); "
+                         f"2q-epsilon amplification are applied outside their proven range "
+                         f"(docs/privacy.md#gaussian-range); "
                          f"{verdict} (exact_check: epsilon = {check['epsilon']:.4g})")
     return FitResult(weights=weights, epsilon_spent=float(privacy.epsilon), delta_spent=float(privacy.delta),
                      adjacency="replace-one", grad_evals=evals, iterations=T, notes=notes, extra=extra)
@@ -203,8 +207,9 @@ register_variant(
     dp_as_implemented=True,
     caveat="private on the Lee-Kifer grid but not by its own argument: epsilon_base = epsilon_step/(2q) with the "
            "classical Gaussian even when epsilon_base > 1 (about 1.09 at epsilon = 1.6): both lemmas applied "
-           "outside their proven range (spec P5); the sigma it yields is certified by the valid lemmas on the "
-           "Lee-Kifer grid (epsilon <= 1.6) but not in general (fails at epsilon = 12.8); see extra['exact_check']",
+           "outside their proven range (docs/privacy.md#gaussian-range); the sigma it yields is certified by the valid "
+           "lemmas on the Lee-Kifer grid (epsilon <= 1.6) but not in general (fails at epsilon = 12.8); see "
+           "extra['exact_check']",
     description="SGD-Adv as in the DP-AGD code")
 
 
@@ -260,6 +265,6 @@ def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1
 register_variant(
     "sgd-ma-reference", of="sgd-ma", switches={"reference": True}, dp_as_implemented=False,
     caveat="fixed-size batches without replacement accounted as Poisson sampling at sensitivity C (a differing "
-           "row displaces another: 2C), moments accountant at order 32 only (spec D10, P6): the reported "
-           "epsilon is not a proven bound",
+           "row displaces another: 2C), moments accountant at order 32 only (docs/deviations.md#moments-order-32, "
+           "docs/privacy.md#moments-accountant): the reported epsilon is not a proven bound",
     description="SGD-MA as in the DP-AGD code")

@@ -6,7 +6,8 @@ Steps, in this order (each a profile option; the defaults are ``PROFILE_DEFAULTS
 2. ``drop_missing``: drop rows with a missing value (``default`` = the registry's choice);
    kept missing values become a category of their own, ``<col>=<missing>``.
 3. Labels: classification -> ``y01`` in {0, 1} and ``ypm`` in {-1, +1}; regression -> ``y``
-   min-max scaled to [0, 1] when ``target_scale: minmax`` (spec decision Q7), raw otherwise.
+   min-max scaled to [0, 1] when ``target_scale: minmax`` (docs/deviations.md#zhang-unknowns), raw
+   otherwise.
 4. Features, in registry column order: a numeric column is min-max scaled to [0, 1] over the kept
    rows (``scale: minmax``; a constant column becomes 0); a categorical column becomes one 0/1
    column per category, named ``<col>=<value>``, categories in sorted string order.
@@ -16,7 +17,7 @@ Steps, in this order (each a profile option; the defaults are ``PROFILE_DEFAULTS
    The bias is added after step 5, so rows then have norm at most sqrt(radius^2 + b^2).
 
 Min-max bounds come from the data themselves (the papers' preprocessing), which is a
-non-private use of the data (spec concern P10); the provenance says so.
+non-private use of the data (docs/privacy.md#data-dependent-choices); the provenance says so.
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ def resolve_mirror(configured: str | None) -> Path | None:
     path = Path(value).expanduser()
     if not path.is_dir():
         raise FetchError(f"the data mirror {str(path)!r} (from {origin}) does not exist or is not a "
-                         "directory; point it at a directory laid out like shared/data")
+                         "directory; point it at a directory holding each raw file at its registry mirror path "
+                         "(adult/adult.data, bank/bank-full.csv, ...)")
     return path.resolve()
 
 
@@ -157,7 +158,7 @@ def _from_ucimlrepo(record: Dataset, attempts: list[str]) -> dict | None:
 
 def _advice(record: Dataset, mirror: Path | None, mode: str) -> str:
     where = ", ".join(f"{f.mirror_path}(.gz)" for f in record.files)
-    place = f"under {mirror}" if mirror else f"in a directory laid out like shared/data, and set ${MIRROR_ENV} to it"
+    place = f"under {mirror}" if mirror else f"in a directory (paths relative to it), and set ${MIRROR_ENV} to it"
     online = ("" if downloads_allowed(mode, mirror) or mode == "never" else
               f" Or, when online, set data.download: always to download from {', '.join(record.sources[:2])}.")
     return f"To supply it, put {where} {place}.{online}"

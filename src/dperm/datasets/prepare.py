@@ -56,7 +56,8 @@ def prepare(record: Dataset, manifest_path, out_npz, profile_name: str, options:
         "profile_name": profile_name, **info,
         "columns_order": "registry column order; categorical columns one-hot as <col>=<value>, "
                          "values in sorted order; bias (if any) first",
-        "caveats": ["min-max bounds are computed from the data (non-private preprocessing, spec P10)"]
+        "caveats": ["min-max bounds are computed from the data (non-private preprocessing, "
+                     "docs/privacy.md#data-dependent-choices)"]
                    if prof["scale"] == "minmax" else [],
         "source": {"kind": manifest["source"], "files": manifest["files"]},
         "arrays_sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in arrays.items()

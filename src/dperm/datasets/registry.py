@@ -1,8 +1,8 @@
 """The dataset registry: one record per dataset, the single source of truth for where its raw
 files come from, what their content hashes are, how they are parsed and what the label is.
 
-Hashes are of the *decompressed* content (``sha256 (content)`` in ``shared/data/MANIFEST.md``),
-so a file verifies whether it arrives plain or gzipped. Row counts are data rows only.
+Hashes are of the *decompressed* content, so a file verifies whether it arrives plain or gzipped.
+Row counts are data rows only.
 
 A file's ``urls`` are tried in order when downloading. ``a.zip#b.zip#c.csv`` names a member of
 a zip inside a zip; a URL whose bytes are gzip is decompressed before hashing.
@@ -22,7 +22,7 @@ GITHUB = "https://raw.githubusercontent.com"
 @dataclass(frozen=True)
 class RawFile:
     name: str  # upstream file name of the content (e.g. "adult.data")
-    mirror_path: str  # path inside a mirror laid out like shared/data; ".gz" is also accepted
+    mirror_path: str  # path inside the data mirror (e.g. "adult/adult.data"); ".gz" is also accepted
     part: str  # which part of the dataset this file holds ("train", "test", "red", ...)
     rows: int | None  # data rows (header/comment lines excluded); None when unknown
     sha256: str | None  # of the decompressed content; None when no hash is published
@@ -294,7 +294,7 @@ DATASETS: dict[str, Dataset] = {
     ]
 }
 
-# The order of the issue that named them; tables list datasets in this order.
+# The order in which the datasets were first listed; tables list datasets in this order.
 DATASET_KEYS: tuple[str, ...] = ("adult", "bank", "bank-additional", "bank-dpagd", "kddcup99",
                                  "kddcup99-full", "ipums-us", "ipums-br", "wine", "bike", "credit")
 DATASETS = {key: DATASETS[key] for key in DATASET_KEYS}

@@ -8,7 +8,8 @@ Every loss ``L`` offers, for ``w`` of shape ``(p,)`` or ``(draws, p)`` (one row 
 * ``L.hvp(w, v, X, y)`` → Hessian-vector product, shaped like ``w``;
 * ``L.clipped_grad_sum(w, X, y, clip, row_norms=None)`` → Σ_i clip_C(∇ℓ_i(w));
 * ``L.lipschitz(R, radius=None)``, ``L.smoothness(R)`` → constants for ‖x‖ ≤ R;
-* ``L.predict``, ``L.accuracy`` (classification losses, spec §1.3), ``L.check_labels``.
+* ``L.predict``, ``L.accuracy`` (classification losses; the DP-AGD code's test rules),
+  ``L.check_labels``.
 
 Losses are unregularised; L2 regularisation lives in :class:`dperm.problem.Problem`.
 Each loss declares the label form it expects in ``L.labels``: ``"01"``, ``"pm1"`` or ``"real"``;

@@ -180,7 +180,8 @@ class GLMLoss:
 
 
 class MarginClassifier:
-    """Accuracy for ±1-label margin losses (spec §1.3, SVM rule): correct iff y·⟨w, x⟩ > 0."""
+    """Accuracy for ±1-label margin losses (the DP-AGD code's SVM rule): correct iff
+    y·⟨w, x⟩ > 0."""
 
     def predict(self, w, X):
         """sign(⟨w, x⟩) in {−1, +1}, ties (0) mapped to +1."""

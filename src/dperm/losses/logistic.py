@@ -1,4 +1,4 @@
-"""Logistic loss in both label forms (spec §1.2).
+"""Logistic loss in both label forms.
 
 {0,1} labels (DP-AGD code form): ℓ = log(1 + e^{z}) − y·z, ∇ℓ = (σ(z) − y)·x, z = ⟨w, x⟩.
 ±1 labels (paper form): ℓ = log(1 + e^{−y z}). Both are the same function once ±1 labels are
@@ -59,7 +59,7 @@ class Logistic(GLMLoss):
     def smoothness(self, R):
         return float(R) ** 2 / 4.0
 
-    # spec §1.3, LR rule: predict sign(⟨w, x⟩) with 0 counted as +1.
+    # The DP-AGD code's LR rule: predict sign(⟨w, x⟩) with 0 counted as +1.
     def predict(self, w, X):
         """Predicted label in this loss's form (1/0 or +1/−1); a zero score predicts positive."""
         pos = w @ X.T >= 0

@@ -1,4 +1,4 @@
-"""Hinge and Huberised hinge losses on ±1 labels, written in the margin m = y·⟨w, x⟩ (spec §1.2)."""
+"""Hinge and Huberised hinge losses on ±1 labels, written in the margin m = y·⟨w, x⟩."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .glm import GLMLoss, MarginClassifier, NotSmoothError
 class Hinge(MarginClassifier, GLMLoss):
     """SVM hinge ℓ = max(0, 1 − m), the loss DP-AGD uses for every SVM algorithm.
 
-    Subgradient convention (spec §1.2, DP-AGD code): −y·x where m < 1, else 0 (so 0 at the
+    Subgradient convention (DP-AGD code): −y·x where m < 1, else 0 (so 0 at the
     kink m = 1). The Hessian-vector product is 0, the Hessian wherever it exists. L = R; the
     hinge is not smooth, so ``smoothness`` raises :class:`NotSmoothError`.
     """
@@ -39,9 +39,9 @@ class Hinge(MarginClassifier, GLMLoss):
 
 
 class HuberHinge(MarginClassifier, GLMLoss):
-    """Huberised hinge (Chaudhuri et al. 2011; dpml-benchmark), parameter h > 0 (spec §1.2).
+    """Huberised hinge (Chaudhuri et al. 2011; dpml-benchmark), parameter h > 0.
 
-    With q = 1 + h − m: ℓ = 0 (q < 0), q²/(4h) (0 ≤ q ≤ 2h), q − h (q > 2h), i.e. the spec's
+    With q = 1 + h − m: ℓ = 0 (q < 0), q²/(4h) (0 ≤ q ≤ 2h), q − h (q > 2h), i.e. dpml-benchmark's
     (1−m)²/(4h) + (1−m)/2 + h/4 in the middle piece. With u = clip(q/(2h), 0, 1):
     ℓ = u·(q − h·u), dℓ/dm = −u, d²ℓ/dm² = 1/(2h) on 0 < q < 2h. Constants: L = R, β = R²/(2h).
     """

@@ -1,4 +1,5 @@
-"""One-hidden-layer MLP for binary classification with a logistic output (S-004 experiments).
+"""One-hidden-layer MLP for binary classification with a logistic output (as in Kang et al.'s
+experiments).
 
 Model: a = W₁x + b₁, s = tanh(a), o = ⟨w₂, s⟩ + b₂, ℓ = log(1 + e^{o}) − t·o (t ∈ {0,1}; ±1
 labels map to t = (1 + y)/2 as for :class:`Logistic`). Hidden width h defaults to the input
@@ -228,7 +229,8 @@ class MLP:
         return O[0] if squeeze else O
 
     def predict(self, theta, X):
-        """Predicted label in this loss's form; o = 0 predicts positive (LR rule, spec §1.3)."""
+        """Predicted label in this loss's form; o = 0 predicts positive (the DP-AGD code's LR
+        rule)."""
         pos = self.scores(theta, X) >= 0
         return pos.astype(float) if self.labels == "01" else np.where(pos, 1.0, -1.0)
 

@@ -1,7 +1,7 @@
-"""Regression losses on the residual u = ⟨w, x⟩ − y (real targets; spec §1.2, S-002).
+"""Regression losses on the residual u = ⟨w, x⟩ − y (real targets; Zhang et al. 2017).
 
-Constants assume ‖x‖ ≤ R and targets y ∈ [0, 1] (spec §6 Q7). On ‖w‖ ≤ D this gives
-⟨w, x⟩ ∈ [−DR, DR] and hence |u| ≤ DR + 1.
+Constants assume ‖x‖ ≤ R and targets y ∈ [0, 1] (docs/deviations.md#zhang-unknowns). On ‖w‖ ≤ D
+this gives ⟨w, x⟩ ∈ [−DR, DR] and hence |u| ≤ DR + 1.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ def _residual_bound(R, radius):
 
 
 class Huber(GLMLoss):
-    """Huber regression h_δ(u) = u²/2 (|u| ≤ δ), δ(|u| − δ/2) otherwise; δ = ``delta`` (Q7: 1).
+    """Huber regression h_δ(u) = u²/2 (|u| ≤ δ), δ(|u| − δ/2) otherwise; δ = ``delta`` (1 in our
+    Zhang et al. runs, docs/deviations.md#zhang-unknowns).
 
     With c = clip(u, −δ, δ): ℓ = c·(u − c/2), ℓ' = c, ℓ'' = 1{|u| ≤ δ}.
-    L = δR (globally; min(δ, DR + 1)·R on ‖w‖ ≤ D), β = R² — spec's L = δ_H, β = 1 at R = 1.
+    L = δR (globally; min(δ, DR + 1)·R on ‖w‖ ≤ D), β = R² — i.e. L = δ_H, β = 1 at R = 1.
     """
 
     name = "huber"

@@ -1,11 +1,12 @@
-"""Privacy amplification by subsampling: the two forms of spec §1.4, each with its inverse.
+"""Privacy amplification by subsampling: the two forms the papers use, each with its inverse.
 
 (a) :func:`amplify_linear` — the DP-AGD code comment: an (ε, δ)-DP mechanism run on a q-fraction
     subsample is (2qε, qδ)-DP, valid for ε ≤ 1 (a standard ε ≤ 1 simplification of the
     subsampling lemma, as used for noisy SGD by Bassily, Smith & Thakurta 2014).
 (b) :func:`amplify_subsampling` — ε' = ln(1 + q(e^ε − 1)), δ' = qδ, valid for every ε > 0:
     Poisson sampling with rate q under add/remove-one, or uniform sampling of m = qn rows without
-    replacement under replace-one (Balle, Barthe & Gaboardi 2018; S-001 Lemma 15.4).
+    replacement under replace-one (Balle, Barthe & Gaboardi 2018; Wang's lecture notes (Lecture 15),
+    Lemma 15.4).
 
 Adjacency of the result: as stated for each form; the base mechanism must be (ε, δ)-DP under the
 relation that the sampling scheme induces on the subsample.
@@ -48,9 +49,10 @@ def amplify_linear_inverse(epsilon_step, q, *, strict: bool = True) -> float:
     """Base ε for a per-step target under form (a): ε_base = ε_step / (2q) (DP-AGD/SGD-Adv code).
 
     The reference code does **not** rescale δ (it keeps δ_step for the base mechanism, which is
-    conservative) and does not check ε_base ≤ 1; at ε = 1.6 SGD-Adv gets ε_base ≈ 1.09 (spec §5
-    P5). With ``strict=True`` (default) an ε_base > 1 raises ``ValueError``; ``strict=False``
-    returns it anyway for the reference variant (not DP as implemented in that case).
+    conservative) and does not check ε_base ≤ 1; at ε = 1.6 SGD-Adv gets ε_base ≈ 1.09
+    (docs/privacy.md#gaussian-range). With ``strict=True`` (default) an ε_base > 1 raises
+    ``ValueError``; ``strict=False`` returns it anyway for the reference variant (not DP as
+    implemented in that case).
     """
     eps = check_epsilon(epsilon_step, "epsilon_step")
     base = eps / (2.0 * check_sampling_rate(q))
@@ -60,7 +62,8 @@ def amplify_linear_inverse(epsilon_step, q, *, strict: bool = True) -> float:
 
 
 def amplify_subsampling(epsilon, delta, q) -> tuple[float, float]:
-    """(ε, δ) on a q-subsample ⇒ (ln(1 + q(e^ε − 1)), qδ) (Balle et al. 2018; S-001 Lemma 15.4)."""
+    """(ε, δ) on a q-subsample ⇒ (ln(1 + q(e^ε − 1)), qδ) (Balle et al. 2018; Wang's lecture notes
+    (Lecture 15), Lemma 15.4)."""
     eps = check_epsilon(epsilon)
     d = check_delta(delta, allow_zero=True)
     rate = check_sampling_rate(q)

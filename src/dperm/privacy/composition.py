@@ -29,7 +29,8 @@ def advanced_composition(epsilon_step, delta_step, steps, delta_slack) -> tuple[
 
 def advanced_composition_split(epsilon, delta, steps) -> tuple[float, float]:
     """Per-step budget used by the papers for a total (ε, δ) over T steps (DP-AGD
-    ``compute_advcomp_budget``; S-001 L15.2): ε₀ = ε / (2√(2T ln(2/δ))), δ₀ = δ/(2T).
+    ``compute_advcomp_budget``; Wang's lecture notes (Lecture 15), Lemma 15.2):
+    ε₀ = ε / (2√(2T ln(2/δ))), δ₀ = δ/(2T).
 
     With δ' = δ/2 in :func:`advanced_composition` the first term is exactly ε/2 and the δ's sum to
     δ; the second term T ε₀(e^{ε₀} − 1) ≈ ε²/(8 ln(2/δ)) is ≤ ε/2 in every practical regime. We

@@ -16,8 +16,8 @@ gaussian_sigma_zhao       (c_δ + √(c_δ² + ε)) Δ / (√2 ε) (Zhao et al.)
 gaussian_sigma_analytic   smallest σ with gaussian_delta(ε, σ, Δ) ≤ δ     all ε > 0 (tight)
 ========================  ===========================================  ==================
 
-The first two are *refused* outside their range (spec §5 concern P5: SGD-Adv, DP-AGD's OutPert
-and Zhang et al. use them beyond ε = 1).
+The first two are *refused* outside their range (docs/privacy.md#gaussian-range: SGD-Adv, DP-AGD's
+OutPert and Zhang et al. use them beyond ε = 1).
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def gaussian_delta(epsilon, sigma, sensitivity=1.0):
 def gaussian_sigma_classical(epsilon, delta, sensitivity=1.0) -> float:
     """Classical Gaussian calibration σ = Δ √(2 ln(1.25/δ)) / ε.
 
-    Dwork & Roth (2014), Thm 3.22 / A.1; S-003 Thm 3.3 (eq. 3); S-001 L15.3. Adjacency: any, with
-    Δ the ℓ2 sensitivity under it. Guarantee: (ε, δ)-DP, **proven only for 0 < ε < 1**;
-    ``ValueError`` is raised for ε >= 1.
+    Dwork & Roth (2014), Thm 3.22 / A.1; Lee & Kifer 2018, Theorem 3.3 (eq. 3); Wang's lecture notes
+    (Lecture 15), Lemma 15.3. Adjacency: any, with Δ the ℓ2 sensitivity under it. Guarantee:
+    (ε, δ)-DP, **proven only for 0 < ε < 1**; ``ValueError`` is raised for ε >= 1.
     """
     eps = check_epsilon(epsilon)
     if eps >= 1.0:
@@ -84,7 +84,7 @@ def gaussian_sigma_classical(epsilon, delta, sensitivity=1.0) -> float:
 def gaussian_sigma_zhang(epsilon, delta, sensitivity=1.0) -> float:
     """Gaussian calibration σ = Δ √(2 ln(2/δ)) / ε (Dwork et al. 2006 form).
 
-    Used by Zhang et al. 2017 (S-002) Alg. 1 (density exp(−ε²‖z‖²/(4 ln(2/δ)Δ²))), DP-AGD's OutPert
+    Used by Zhang et al. 2017, Alg. 1 (density exp(−ε²‖z‖²/(4 ln(2/δ)Δ²))), DP-AGD's OutPert
     and dpml's PSGD. Adjacency: any, with Δ the ℓ2 sensitivity under it. Guarantee: (ε, δ)-DP for
     **0 < ε ≤ 1** only; ``ValueError`` is raised for ε > 1.
     """
@@ -104,7 +104,8 @@ def gaussian_sigma_zhao(epsilon, delta, sensitivity=1.0) -> float:
     c_δ = √(ln(2/(√(16δ + 1) − 1))),  σ = (c_δ + √(c_δ² + ε)) Δ / (√2 ε).
 
     Adjacency: any, with Δ the ℓ2 sensitivity under it. Guarantee: (ε, δ)-DP for all ε > 0
-    (checked numerically against :func:`gaussian_delta` in the tests, spec §1.4 [RECON]).
+    (the formula is recalled, since our copy of Lowy & Razaviyayn has its formulas stripped; it is
+    checked numerically against :func:`gaussian_delta` in the tests).
     """
     eps = check_epsilon(epsilon)
     d = check_delta(delta)

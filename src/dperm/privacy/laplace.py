@@ -34,7 +34,7 @@ def l2_laplace_noise(*, sensitivity, epsilon, rng: np.random.Generator, size):
     Adjacency: any, with Δ₂ = sup ‖f(D) − f(D')‖₂ over neighbours under it.
     Guarantee: f(D) + z is ε-DP, since the density ratio is
     exp(ε(‖z − f(D')‖ − ‖z − f(D)‖)/Δ₂) ≤ exp(ε) by the triangle inequality
-    (Chaudhuri et al. 2011; S-002 Alg. 1; S-000 eq. (4)).
+    (Chaudhuri et al. 2011; Zhang et al. 2017, Alg. 1; Lowy & Razaviyayn, eq. (4)).
     """
     b = check_sensitivity(sensitivity) / check_epsilon(epsilon)
     check_rng(rng)

@@ -1,4 +1,4 @@
-"""Moments accountant of Abadi et al. (2016) as copied in the DP-AGD reference code (spec §1.4, §2.7).
+"""Moments accountant of Abadi et al. (2016) as copied in the DP-AGD authors' code.
 
 Mechanism and adjacency as in :mod:`dperm.privacy.rdp` (Poisson-subsampled Gaussian with noise
 multiplier σ, add/remove-one). The log-moment of order λ after T steps is α(λ) = T ln A_λ with
@@ -14,12 +14,13 @@ Gaussian's A at Rényi order λ + 1 (the tests check the identity against the li
 Tail bound (Abadi et al. 2016, Thm 2.2): δ = min_λ exp(α(λ) − λε), i.e. ε(δ) = min_λ (α(λ) − ln δ)/λ.
 
 * ``reference=False`` (default): the minimum over λ = 1..max_order, as in the TF original.
-* ``reference=True``: the DP-AGD copy's indentation bug (spec §4 D10) — ε is evaluated only at
-  the last order λ = max_order (= 32). Still a valid upper bound (any single λ is), just looser.
+* ``reference=True``: the DP-AGD copy's indentation bug (docs/deviations.md#moments-order-32) — ε is
+  evaluated only at the last order λ = max_order (= 32). Still a valid upper bound (any single λ
+  is), just looser.
 
-Either way the orders stop at 32, which inflates small-T ε (spec §5 P6: T = 1 costs ≈ 0.576 =
-ln(1/δ)/32 + tiny at δ = 1e-8); :func:`dperm.privacy.rdp.epsilon_sampled_gaussian` is the
-recommended accountant.
+Either way the orders stop at 32, which inflates small-T ε (docs/privacy.md#moments-accountant:
+T = 1 costs ≈ 0.576 = ln(1/δ)/32 + tiny at δ = 1e-8);
+:func:`dperm.privacy.rdp.epsilon_sampled_gaussian` is the recommended accountant.
 """
 
 from __future__ import annotations

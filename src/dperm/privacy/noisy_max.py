@@ -1,4 +1,5 @@
-"""Report-noisy-max / report-noisy-min (Dwork & Roth 2014 §3.3; S-003 §3.3, Algorithm 1).
+"""Report-noisy-max / report-noisy-min (Dwork & Roth 2014 §3.3; Lee & Kifer 2018, §3.3,
+Algorithm 1).
 
 Scores have shape ``(..., k)`` (e.g. ``(draws, candidates)``); the selected index is returned for
 every leading position, so many independent selections cost one vectorised call.
@@ -10,12 +11,13 @@ Calibration of the noise scale b (both noise types):
   e.g. clipped-loss *sums* under add/remove-one, as in DP-AGD): b = Δ/ε.
 
 With exponential noise (Ding et al. 2021: equals permute-and-flip) and Laplace noise (Dwork &
-Roth Claim 3.9) the selection is then ε-DP, i.e. ε²/2-zCDP (S-003 Lemma 3.7).
+Roth Claim 3.9) the selection is then ε-DP, i.e. ε²/2-zCDP (Lee & Kifer 2018, Lemma 3.7).
 
 For minimisation, NoisyMin is NoisyMax applied to −s: argmin_k (s_k − E_k). The DP-AGD reference
-code instead computes argmin_k (s_k + E_k), which is *not* ε-DP for one-sided noise (spec §5
-P1): with k equal scores on D and one raised by Δ on D', the loss is (k − 1)Δ/b, i.e. 20ε for the
-21-point step-size grid. It is kept only as :func:`report_noisy_min_reference`.
+code instead computes argmin_k (s_k + E_k), which is *not* ε-DP for one-sided noise
+(docs/privacy.md#noisymin-sign): with k equal scores on D and one raised by Δ on D', the loss is
+(k − 1)Δ/b, i.e. 20ε for the 21-point step-size grid. It is kept only as
+:func:`report_noisy_min_reference`.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def report_noisy_max(scores, *, sensitivity, epsilon, rng: np.random.Generator,
 
 def report_noisy_min(scores, *, sensitivity, epsilon, rng: np.random.Generator,
                      monotone: bool = False, noise: str = "exponential"):
-    """Return argmin_k (s_k − N_k) = NoisyMax on −s (S-003 §3.3: "NoisyMin is NoisyMax on −f").
+    """Return argmin_k (s_k − N_k) = NoisyMax on −s (Lee & Kifer 2018, §3.3: NoisyMin is
+    NoisyMax applied to −f).
 
     Same adjacency, sensitivity and guarantee as :func:`report_noisy_max`. Note the sign: the
     noise is *subtracted* (for symmetric Laplace noise the sign is immaterial in law).
@@ -87,8 +90,9 @@ def report_noisy_min_reference(scores, *, sensitivity, epsilon, rng: np.random.G
     """**Not DP.** DP-AGD reference-code NoisyMin: argmin_k (s_k + E_k), E_k iid Exp(mean Δ/ε).
 
     Provided only to reproduce the published behaviour (``variant: reference``) and to audit it.
-    Adding one-sided noise before a *min* rewards the candidates whose score rose, so the
-    privacy loss is up to (k − 1)Δ/b = (k − 1)ε, not ε (spec §5 P1, §4 D5).
+    Adding one-sided noise before a *min* rewards the candidates whose score rose, so the privacy
+    loss is up to (k − 1)Δ/b = (k − 1)ε, not ε (docs/privacy.md#noisymin-sign,
+    docs/deviations.md#dp-agd-noisymin-noise).
     """
     s = _scores(scores)
     b = check_sensitivity(sensitivity) / check_epsilon(epsilon)

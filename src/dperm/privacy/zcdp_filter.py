@@ -49,13 +49,14 @@ class Charge:
 class ZCDPFilter:
     """Fixed-total zCDP budget that primitives charge one by one (a *privacy filter*).
 
-    Guarantee: if every released output was produced by a primitive that was charged here
-    *before* it ran, with ρ_t allowed to depend on all earlier outputs, the whole interaction is
-    ``budget``-zCDP. This adaptive-share statement is a filter result, not plain zCDP
-    composition (which S-003 Thm 4.1 invokes; spec §5 P12): Rényi filters are proved by Feldman &
-    Zrnic (2021, "Individual privacy accounting via a Rényi filter", NeurIPS) and fully adaptive
-    zCDP/RDP filters by Whitehouse, Ramdas, Rogers & Wu (2023, "Fully-adaptive composition in
-    differential privacy", ICML). Adjacency: that of the charged primitives (S-003: add/remove).
+    Guarantee: if every released output was produced by a primitive that was charged here *before*
+    it ran, with ρ_t allowed to depend on all earlier outputs, the whole interaction is
+    ``budget``-zCDP. This adaptive-share statement is a filter result, not plain zCDP composition
+    (which Lee & Kifer 2018, Theorem 5.1, invokes; docs/privacy.md#adaptive-budget): Rényi filters
+    are proved by Feldman & Zrnic (2021, "Individual privacy accounting via a Rényi filter",
+    NeurIPS) and fully adaptive zCDP/RDP filters by Whitehouse, Ramdas, Rogers & Wu (2023,
+    "Fully-adaptive composition in differential privacy", ICML). Adjacency: that of the charged
+    primitives (Lee & Kifer 2018: add/remove).
 
     The filter never lets the recorded total exceed the budget: :meth:`charge` raises
     :class:`BudgetExceededError` and :meth:`try_charge` returns ``False`` (recording nothing)

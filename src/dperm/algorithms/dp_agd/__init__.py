@@ -1,4 +1,4 @@
-"""DP-AGD: adaptive private gradient descent (Lee & Kifer, KDD 2018, Algorithm 2; spec §2.1).
+"""DP-AGD: adaptive private gradient descent (Lee & Kifer, KDD 2018, Algorithm 2).
 
 Each iteration measures the clipped gradient sum g = Σ_i clip_{C_grad}(∇ℓ_i(w)) with Gaussian
 noise of std Δ_g/√(2ρ_ng), moves along d = g̃/‖g̃‖ (+ λw, λ = ``problem.l2``, added after the
@@ -6,9 +6,9 @@ normalisation as the code does) and picks the step from the grid Φ = linspace(0
 with NoisyMin on the clipped-loss sums s_k = Σ_i min(ℓ_i(w − Φ_k d), C_obj), s_0 scaled by
 ``exp_dec``. If the step 0 wins, the direction is deemed useless: ρ_ng ← (1 + γ)ρ_ng (for the
 rest of the run) and the gradient is measured again with the difference and averaged in
-(GradAvg, S-003 §4). The run ends when the budget cannot pay for the next primitive; the last
-iterate is released. Every τ iterations α_max ← (1 + η)·max(last τ chosen Φ), capped at
-``step_cap``.
+(GradAvg, Lee & Kifer 2018, §4). The run ends when the budget cannot pay for the next
+primitive; the last iterate is released. Every τ iterations α_max ← (1 + η)·max(last τ chosen Φ),
+capped at ``step_cap``.
 
 Hyper-parameters (defaults = paper §6.2 and the code's run scripts): ``grad_clip`` C_grad = 3,
 ``obj_clip`` C_obj = 3, ``gamma`` γ = 0.1, ``splits`` = 60, ``exp_dec`` = 1, ``batch_size`` None
@@ -18,43 +18,48 @@ Hyper-parameters (defaults = paper §6.2 and the code's run scripts): ``grad_cli
 
 Privacy (variant ``dp-agd``). Adjacency: add/remove one row. Budget: ρ = zcdp_from_dp(ε, δ),
 kept by a :class:`~dperm.privacy.ZCDPFilter` that charges every primitive *before* it runs and
-stops at the first charge that would exceed ρ — the total never exceeds it. Shares (S-003 §6.2):
-ε_split = ε/(2·splits), ρ_nmax = ε_split²/2, ρ_ng = ε_split²/(4 ln(1.25/δ)). Sensitivities:
-full batch or Poisson batch (rows kept independently with probability B/n, n public): the
-clipped gradient sum moves by ≤ C_grad (Gaussian mechanism, Δ²/(2σ²)-zCDP; Bun & Steinke 2016,
-Prop. 1.6) and every clipped-loss score by ≤ C_obj in the same direction (monotone), so NoisyMin
-argmin_k(s_k − E_k), E_k ~ Exp(C_obj/ε_nmax), ε_nmax = √(2ρ_nmax), is ε_nmax-DP, hence
-ρ_nmax-zCDP (Prop. 1.4). Fixed-size batches drawn without replacement (``batch_sampling=
-"fixed"``) turn an added row into a replaced row within the batch: 2C_grad, and non-monotone
-scores with E_k ~ Exp(2C_obj/ε_nmax) (spec §5 P3). No subsampling amplification is claimed.
-With exp_dec > 1 the sensitivity of s_0 is exp_dec·C_obj, which the scale then uses. The shares
-are chosen adaptively from earlier outputs; that a fixed total still holds is a filter theorem
-(Feldman & Zrnic 2021; Whitehouse et al. 2023), not the plain composition S-003 Thm 4.1 cites
-(spec §5 P12). ρ-zCDP ⇒ (ρ + 2√(ρ ln(1/δ)), δ)-DP = (ε, δ)-DP (Bun & Steinke, Prop. 1.3).
+stops at the first charge that would exceed ρ — the total never exceeds it. Shares (Lee & Kifer
+2018, §6.2): ε_split = ε/(2·splits), ρ_nmax = ε_split²/2, ρ_ng = ε_split²/(4 ln(1.25/δ)).
+Sensitivities: full batch or Poisson batch (rows kept independently with probability B/n, n
+public): the clipped gradient sum moves by ≤ C_grad (Gaussian mechanism, Δ²/(2σ²)-zCDP; Bun &
+Steinke 2016, Prop. 1.6) and every clipped-loss score by ≤ C_obj in the same direction
+(monotone), so NoisyMin argmin_k(s_k − E_k), E_k ~ Exp(C_obj/ε_nmax), ε_nmax = √(2ρ_nmax), is
+ε_nmax-DP, hence ρ_nmax-zCDP (Prop. 1.4). Fixed-size batches drawn without replacement
+(``batch_sampling="fixed"``) turn an added row into a replaced row within the batch: 2C_grad, and
+non-monotone scores with E_k ~ Exp(2C_obj/ε_nmax) (docs/privacy.md#minibatch-sensitivity). No
+subsampling amplification is claimed. With exp_dec > 1 the sensitivity of s_0 is exp_dec·C_obj,
+which the scale then uses. The shares are chosen adaptively from earlier outputs; that a fixed
+total still holds is a filter theorem (Feldman & Zrnic 2021; Whitehouse et al. 2023), not the
+plain composition that Lee & Kifer 2018, Theorem 5.1, cites (docs/privacy.md#adaptive-budget).
+ρ-zCDP ⇒ (ρ + 2√(ρ ln(1/δ)), δ)-DP = (ε, δ)-DP (Bun & Steinke, Prop. 1.3).
 
-Where ``dp-agd`` departs from the paper or the code (spec §4):
+Where ``dp-agd`` departs from the paper or the code (docs/deviations.md, Part A):
 
-* NoisyMin subtracts the exponential noise (the code adds it: not DP, P1/D5; the paper's
-  Algorithm 1 writes Laplace noise, D18).
-* The chosen candidate w_{k*} is applied (the code applies w_{k*−1}, D1); ρ_ng is charged once
-  per measurement (the code charges it again after every accepted step, D2).
+* NoisyMin subtracts the exponential noise (the code adds it: not DP,
+  docs/privacy.md#noisymin-sign; the paper's Algorithm 1 writes Laplace noise,
+  docs/deviations.md#dp-agd-noisymin-noise).
+* The chosen candidate w_{k*} is applied (the code applies w_{k*−1},
+  docs/deviations.md#dp-agd-off-by-one); ρ_ng is charged once per measurement (the code charges it
+  again after every accepted step, docs/deviations.md#dp-agd-double-charge).
 * GradAvg keeps the precision-weighted running estimate S ← (ρ_old S + (ρ_ng − ρ_old) g₂)/ρ_ng,
   whose variance is Δ_g²/(2ρ_ng) after any number of failures (the code averages with the first
-  measurement, the paper passes the normalised direction, D3/D18).
-* α_max follows the code's cap at 2.0 (``step_cap``; None gives the paper's uncapped rule, D4):
-  the published figures come from the capped code, the cap keeps the variants comparable, and
-  on BANK (LR, 4 draws) it was as good or better (mean objective 0.53 vs 0.67 at ε = 0.1, equal
-  at ε = 0.4 and 1.6). It has no privacy effect (α_max depends on released choices only).
+  measurement, the paper passes the normalised direction, docs/deviations.md#dp-agd-gradavg).
+* α_max follows the code's cap at 2.0 (``step_cap``; None gives the paper's uncapped rule,
+  docs/deviations.md#dp-agd-step-cap): the published figures come from the capped code, the cap
+  keeps the variants comparable, and on BANK (LR, 4 draws) it was as good or better (mean objective
+  0.53 vs 0.67 at ε = 0.1, equal at ε = 0.4 and 1.6). It has no privacy effect (α_max depends on
+  released choices only).
 * Budget: filter semantics as above (the code subtracts and stops once the remainder is negative;
   it releases the same kind of iterate, but the filter's ledger never exceeds ρ).
 
 Variant ``dp-agd-reference`` reproduces the code (commit f3309463, ``algo/agd_rho.py``) with all
 of the above switched back (:data:`REFERENCE`) — argmin(s + E), w_{k*−1}, the double charge,
 GradAvg with the first measurement, the code's stopping rule and, for mini-batches, fixed batches
-with the add/remove sensitivities (P3). **It is not DP as implemented** (P1: one selection leaks
-up to m·ε_nmax, not ε_nmax; the end-to-end audit in the tests shows it); its ``epsilon_spent`` is
-the ε its accounting claims. At small ε it reaches lower objectives than ``dp-agd``: its
-NoisyMin concentrates on the best step as if the noise were m times smaller — the leak it pays.
+with the add/remove sensitivities (docs/privacy.md#minibatch-sensitivity). **It is not DP as
+implemented** (docs/privacy.md#noisymin-sign: one selection leaks up to m·ε_nmax, not ε_nmax; the
+end-to-end audit in the tests shows it); its ``epsilon_spent`` is the ε its accounting claims. At
+small ε it reaches lower objectives than ``dp-agd``: its NoisyMin concentrates on the best step as
+if the noise were m times smaller — the leak it pays.
 
 ``init`` is a public starting point (default 0, as the paper); tests use it to build neighbouring
 datasets on which the NoisyMin flaw shows in the released weights.
@@ -149,7 +154,8 @@ def _result(sem: Semantics, privacy, runs) -> FitResult:
         weights=np.array([run.w for run in runs]), epsilon_spent=privacy.epsilon,
         delta_spent=privacy.delta, adjacency="add-remove", grad_evals=per_draw("gradients"),
         iterations=np.array([len(run.applied) for run in runs]),
-        notes=[] if sem == CORRECT else ["reference code semantics: not DP as implemented (spec §5 P1)"],
+        notes=([] if sem == CORRECT
+               else ["reference code semantics: not DP as implemented (docs/privacy.md#noisymin-sign)"]),
         extra={"noisy_min_calls": per_draw("noisy_min_calls", int),
                "grad_avg_calls": per_draw("grad_avg_calls", int), "rho_spent": per_draw("rho_spent"),
                "loss_evals": per_draw("loss_evals"), "alpha_max_final": per_draw("alpha_max"),
@@ -176,5 +182,7 @@ def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: flo
 
 register_variant("dp-agd-reference", of="dp-agd", switches={"semantics": REFERENCE},
                  defaults={"batch_sampling": "fixed"}, dp_as_implemented=False,
-                 caveat="not DP as implemented: NoisyMin noise sign flipped (spec P1)",
-                 description=_DOC + "; reference-code semantics (D1–D3, P1)")
+                 caveat="not DP as implemented: NoisyMin noise sign flipped (docs/privacy.md#noisymin-sign)",
+                 description=_DOC + "; reference-code semantics (docs/deviations.md#dp-agd-off-by-one, "
+                 "docs/deviations.md#dp-agd-double-charge, docs/deviations.md#dp-agd-gradavg, "
+                 "docs/privacy.md#noisymin-sign)")

@@ -34,12 +34,17 @@ REFRESH = 32  # full-batch: X·w is recomputed exactly every REFRESH accepted st
 class Semantics:
     """The switches that separate the reference code from the corrected algorithm."""
 
-    noise_added: bool  # P1/D5: NoisyMin as argmin(s + E) instead of argmin(s − E)
-    accept_previous: bool  # D1: apply w_{k*−1} instead of w_{k*}
-    double_charge: bool  # D2: charge ρ_ng again after every accepted step
-    average_with_first: bool  # D3: GradAvg with the first measurement, not the running estimate
+    # NoisyMin as argmin(s + E) instead of argmin(s − E) (docs/privacy.md#noisymin-sign)
+    noise_added: bool
+    # apply w_{k*−1} instead of w_{k*} (docs/deviations.md#dp-agd-off-by-one)
+    accept_previous: bool
+    # charge ρ_ng again after every accepted step (docs/deviations.md#dp-agd-double-charge)
+    double_charge: bool
+    # GradAvg with the first measurement, not the running estimate (docs/deviations.md#dp-agd-gradavg)
+    average_with_first: bool
     code_budget: bool  # subtract-then-check accounting instead of the never-overspending filter
-    code_sensitivities: bool  # P3: add/remove sensitivities even for fixed-size batches
+    # add/remove sensitivities even for fixed-size batches (docs/privacy.md#minibatch-sensitivity)
+    code_sensitivities: bool
 
 
 CORRECT = Semantics(False, False, False, False, False, False)
@@ -115,7 +120,8 @@ class _Config:
         self.rho_nmax = 0.5 * eps_split**2
         self.rho_ng = eps_split**2 / (4.0 * math.log(1.25 / privacy.delta))
         self.eps_nmax = math.sqrt(2.0 * self.rho_nmax)
-        # P3: a fixed-size batch turns an added row into a replaced one: 2C_grad, non-monotone scores
+        # A fixed-size batch turns an added row into a replaced one: 2C_grad, non-monotone scores
+        # (docs/privacy.md#minibatch-sensitivity)
         doubled = not self.full and self.batch_sampling == "fixed" and not sem.code_sensitivities
         self.grad_sens = self.grad_clip * (2.0 if doubled else 1.0)
         # s_0 is scaled by exp_dec: its sensitivity is exp_dec·C_obj when exp_dec > 1

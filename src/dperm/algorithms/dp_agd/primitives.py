@@ -1,8 +1,9 @@
-"""DP-AGD's data-access primitives and the two ways its budget is kept (spec §2.1).
+"""DP-AGD's data-access primitives and the two ways its budget is kept (Lee & Kifer 2018,
+Algorithm 2).
 
 * :func:`clipped_grad_from_scores` — the clipped gradient sum of Algorithm 2 line 4;
-* :func:`grad_avg` — GradAvg (S-003 §4), one function for both the corrected running estimate
-  and the code's average with the first measurement (the caller chooses what it passes in);
+* :func:`grad_avg` — GradAvg (Lee & Kifer 2018, §4), one function for both the corrected running
+  estimate and the code's average with the first measurement (the caller chooses what it passes in);
 * :class:`FilterBudget` — a :class:`~dperm.privacy.ZCDPFilter`: every primitive is charged
   before it runs and a charge that would exceed the budget is refused (the run stops);
 * :class:`CodeBudget` — the reference code's float: subtract, and stop once it is negative.
@@ -53,7 +54,7 @@ def clipped_dphi(loss, z, y, limit, out):
 
 
 def grad_avg(estimate, rho_old, rho_new, true_grad, sensitivity, rng):
-    """GradAvg (S-003 §4): measure g₂ = g + N(0, Δ²/(2(ρ_new − ρ_old)) I) and return
+    """GradAvg (Lee & Kifer 2018, §4): measure g₂ = g + N(0, Δ²/(2(ρ_new − ρ_old)) I) and return
     (ρ_old·estimate + (ρ_new − ρ_old)·g₂)/ρ_new.
 
     If ``estimate`` is unbiased with variance Δ²/(2ρ_old) per coordinate, the result has variance

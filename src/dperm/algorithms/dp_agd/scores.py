@@ -1,6 +1,6 @@
 """DP-AGD's step-size scores: clipped-loss sums of all grid candidates from two mat-vecs.
 
-The descent test of DP-AGD (Lee & Kifer 2018, Algorithm 2 line 9; spec §2.1 step 5a) scores
+The descent test of DP-AGD (Lee & Kifer 2018, Algorithm 2 line 9) scores
 the candidates w_k = w − Φ_k·d, Φ_k = k·h (k = 0..m, h = α_max/m), by
 
     s_k = Σ_i min(ℓ_i(w_k), C_obj).
@@ -77,7 +77,8 @@ _F64_LOG_MAX = 700.0  # and a product of those products below DBL_MAX ≈ e^709.
 
 
 def candidate_grid(alpha_max: float, n_steps: int) -> np.ndarray:
-    """Φ = (0, h, 2h, …, m·h), h = α_max/m: the paper's m non-zero step sizes plus 0 (S-003 §5)."""
+    """Φ = (0, h, 2h, …, m·h), h = α_max/m: the paper's m non-zero step sizes plus 0 (Lee & Kifer
+    2018, §5)."""
     return np.arange(n_steps + 1) * (alpha_max / n_steps)
 
 

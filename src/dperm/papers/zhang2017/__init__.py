@@ -34,53 +34,31 @@ def analysis_spec(paper: dict, analysis: str) -> dict:
             "models": paper["models"], "batch_size": paper["algorithms"]["bassily-sgd"].get("batch_size", 50)}
 
 
+# verb -> (help, its positional input, the files it writes, whether it takes a --spec)
+VERBS = {
+    "table3": ("Table 3 from the table3 cell records and the published numbers", "records", ("csv", "md"), True),
+    "claims": ("does OutPert-GD beat Bassily et al. per cell, as the paper reports?", "table3", ("csv", "md"), False),
+    "figure": ("error against epsilon, one panel per dataset and mu", "table3", ("png", "pdf"), False),
+    "table2": ("dataset table: ours (zhang profile) beside the paper's Table 2", "provenance", ("csv", "md"), False),
+    "rrpsgd": ("RRPSGD table and figure from the rrpsgd cell records", "records", ("csv", "md", "png", "pdf"), True),
+    "runtime": ("runtime table from the runtime cell records", "records", ("csv", "md"), True),
+}
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
     verbs = p.add_subparsers(dest="verb", required=True)
-
-    v = verbs.add_parser("table3", help="Table 3 from the table3 cell records and the published numbers")
-    v.add_argument("records", nargs="+")
-    v.add_argument("--spec", required=True, help="JSON: models, bassily batch size, the experiment, tuning note")
-    v.add_argument("--csv", required=True)
-    v.add_argument("--md", required=True)
-    v.set_defaults(func=_table3)
-
-    v = verbs.add_parser("claims", help="does OutPert-GD beat Bassily et al. per cell, as the paper reports?")
-    v.add_argument("table3")
-    v.add_argument("--csv", required=True)
-    v.add_argument("--md", required=True)
-    v.set_defaults(func=_claims)
-
-    v = verbs.add_parser("figure", help="error against epsilon, one panel per dataset and mu")
-    v.add_argument("table3")
-    v.add_argument("--png", required=True)
-    v.add_argument("--pdf", required=True)
-    v.set_defaults(func=_figure)
-
-    v = verbs.add_parser("table2", help="dataset table: ours (zhang profile) beside the paper's Table 2")
-    v.add_argument("provenance", nargs="+", help="resources/prepared/<dataset>/zhang.json")
-    v.add_argument("--csv", required=True)
-    v.add_argument("--md", required=True)
-    v.set_defaults(func=_table2)
-
-    v = verbs.add_parser("rrpsgd", help="RRPSGD table and figure from the rrpsgd cell records")
-    v.add_argument("records", nargs="+")
-    v.add_argument("--spec", required=True, help="JSON: the experiment, its algorithms and model")
-    v.add_argument("--csv", required=True)
-    v.add_argument("--md", required=True)
-    v.add_argument("--png", required=True)
-    v.add_argument("--pdf", required=True)
-    v.set_defaults(func=_rrpsgd)
-
-    v = verbs.add_parser("runtime", help="runtime table from the runtime cell records")
-    v.add_argument("records", nargs="+")
-    v.add_argument("--spec", required=True, help="JSON: the runtime experiments")
-    v.add_argument("--csv", required=True)
-    v.add_argument("--md", required=True)
-    v.set_defaults(func=_runtime)
-
-    for v in verbs.choices.values():
+    handlers = {"table3": _table3, "claims": _claims, "figure": _figure, "table2": _table2, "rrpsgd": _rrpsgd,
+                "runtime": _runtime}
+    for verb, (text, source, outputs, spec) in VERBS.items():
+        v = verbs.add_parser(verb, help=text)
+        v.add_argument(source, nargs="+" if source in ("records", "provenance") else None)
+        if spec:
+            v.add_argument("--spec", required=True, help="what the analysis reads from the config, as JSON")
+        for output in outputs:
+            v.add_argument(f"--{output}", required=True)
         v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+        v.set_defaults(func=handlers[verb])
 
 
 def _published():
