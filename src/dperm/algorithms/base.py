@@ -146,7 +146,9 @@ class AlgorithmSpec:
             wrong_bool = isinstance(value, bool) and allowed is not None and bool not in allowed
             if allowed is None or (isinstance(value, allowed) and not wrong_bool):
                 continue
-            names = " or ".join(sorted({"number" if t in (int, float) else t.__name__ for t in allowed}))
+            kinds = {"number" if t is float or (t is int and float in allowed) else "integer" if t is int
+                     else "null" if t is type(None) else t.__name__ for t in allowed}
+            names = " or ".join(sorted(kinds))
             raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "
                              f"must be {names}; got {value!r}")
 
