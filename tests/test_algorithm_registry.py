@@ -88,8 +88,9 @@ def test_record_json_takes_one_value_per_draw_and_refuses_what_a_record_cannot_h
 
 
 @pytest.mark.parametrize("name", [n for n in algorithm_names()])
-def test_every_algorithm_s_extra_fits_in_a_record(name):
-    """Every registered algorithm's FitResult.extra is recordable on a small problem."""
+def test_every_algorithm_s_extra_fits_in_a_record_and_it_names_its_accounting(name):
+    """Every registered algorithm's FitResult.extra is recordable on a small problem, and the
+    result says how its epsilon was accounted (the records' accounting column)."""
     rng = np.random.default_rng(0)
     X = np.hstack([np.ones((400, 1)), rng.uniform(size=(400, 3))]) / 2.0
     y = (X[:, 1] > X[:, 2]).astype(float)
@@ -101,3 +102,5 @@ def test_every_algorithm_s_extra_fits_in_a_record(name):
     result = spec.fit(Problem(X, y, Logistic(), 1e-3), privacy, np.random.default_rng(1), draws=2, **hyper)
     for d in range(2):
         json.loads(record_json(result.extra, d, 2))
+    assert result.accounting, f"{name} does not say how its epsilon was accounted"
+    assert ("not private" in result.accounting) == (not spec.private)

@@ -35,7 +35,7 @@ RECORD_COLUMNS = [
     "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting", "sweep",
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
     "accuracy", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
-    "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "notes",
+    "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "accounting", "notes",
     "hyper", "extra", "dperm_version",
 ]
 
@@ -185,7 +185,8 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
         "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
-        "dp_as_implemented": algo.dp_as_implemented, "notes": "; ".join(result.notes),
+        "dp_as_implemented": algo.dp_as_implemented, "accounting": result.accounting,
+        "notes": "; ".join(result.notes),
         "hyper": hyper, "extra": record_json(result.extra, d, result.draws), "dperm_version": __version__,
     } for d in range(result.draws)]
 

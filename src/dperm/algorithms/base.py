@@ -60,6 +60,9 @@ class FitResult:
     uses the measured wall time divided by ``draws``. ``path`` holds, for an algorithm run with
     ``snapshots`` (its privacy setting a step count, e.g. SGD-MA), the release after each
     requested smaller number of steps of the same run: steps -> :class:`FitResult`.
+    ``accounting`` names how ``epsilon_spent`` was obtained (the composition theorem or
+    accountant and its conversion to (ε, δ), e.g. ``"rdp, improved conversion"``); it is recorded
+    with every fit.
     """
 
     weights: np.ndarray
@@ -72,6 +75,7 @@ class FitResult:
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     path: dict = field(default_factory=dict)
+    accounting: str = ""
 
     def __post_init__(self):
         self.weights = np.atleast_2d(np.asarray(self.weights, dtype=float))
@@ -95,7 +99,8 @@ class AlgorithmSpec:
     ``types`` are the Python types each hyper-parameter admits (:meth:`check_types`).
     ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`).
     ``variant`` is ``correct`` or ``reference``; a reference variant reproduces published code and
-    says in ``caveat`` whether it is DP as implemented."""
+    says in ``caveat`` whether it is DP as implemented. ``audit`` returns the cases of its
+    black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one."""
 
     name: str
     impl: Callable
@@ -110,6 +115,7 @@ class AlgorithmSpec:
     dp_as_implemented: bool = True
     caveat: str = ""
     description: str = ""
+    audit: Callable[[], list] | None = None
 
     @property
     def label(self) -> str:

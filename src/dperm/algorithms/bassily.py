@@ -212,6 +212,8 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
     return FitResult(
         weights=weights, epsilon_spent=float(privacy.epsilon), delta_spent=float(privacy.delta),
         adjacency="replace-one", grad_evals=T * batch_size / n, iterations=T,
+        accounting="advanced composition, amplification by sampling with replacement, Gaussian valid for every "
+                   "epsilon",
         notes=[f"steps capped at max_steps={T} (BST14: n^2/m = {steps_uncapped})"] if T < steps_uncapped else [],
         extra=dict(cal, steps=T, steps_uncapped=steps_uncapped, capped=T < steps_uncapped,
                    max_steps=max_steps, batch_size=batch_size, lipschitz=L, row_bound=float(row_bound),

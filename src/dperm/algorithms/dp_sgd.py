@@ -50,4 +50,5 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
     weights, evals = run.weights, run.grad_evals(n)
     return FitResult(weights=weights, epsilon_spent=spent, delta_spent=privacy.delta,
                      adjacency="add-remove", grad_evals=evals, iterations=steps,
+                     accounting="RDP of the Poisson-subsampled Gaussian, improved conversion",
                      extra={"noise_multiplier": sigma, "sampling_rate": q, "steps": steps})

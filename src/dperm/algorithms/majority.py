@@ -22,4 +22,5 @@ def fit_majority(problem, privacy: Privacy, rng, draws: int = 1):
     # ties go to the larger label, the positive class in either label form
     winner = labels[np.flatnonzero(counts == counts.max())[-1]]
     return FitResult(weights=np.zeros((draws, problem.X.shape[1])), epsilon_spent=math.inf,
-                     delta_spent=0.0, adjacency="none", extra={"constant_prediction": float(winner)})
+                     delta_spent=0.0, adjacency="none", accounting="none (not private)",
+                     extra={"constant_prediction": float(winner)})

@@ -28,5 +28,6 @@ def fit_nonprivate(problem, privacy: Privacy, rng, draws: int = 1, *, gtol: floa
                            ftol=0.0 if smooth else nonsmooth_ftol)
     notes = [] if result.success or not smooth else [f"L-BFGS stopped above gtol: {result.message}"]
     return FitResult(weights=np.tile(result.x, (draws, 1)), epsilon_spent=math.inf, delta_spent=0.0,
-                     adjacency="none", grad_evals=float(result.n_grad_evals), iterations=int(result.nit),
+                     adjacency="none", accounting="none (not private)", grad_evals=float(result.n_grad_evals),
+                     iterations=int(result.nit),
                      notes=notes, extra={"grad_norm": float(result.grad_norm)})

@@ -162,6 +162,7 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
     return FitResult(
         weights=np.array(weights), epsilon_spent=eps, delta_spent=delta, adjacency=adjacency,
         grad_evals=float(np.mean(evals)), iterations=np.array(iters), notes=notes,
+        accounting=f"one release: objective perturbation (Kifer et al. 2012), {kind} noise",
         extra={"zeta": zeta, "hessian_bound": hessian_bound, "Delta": Delta, "noise": kind,
                "noise_scale": scale, "row_bound": R, "gtol": gtol, "grad_norm": worst,
                "dist_bound": worst / mu_J})
@@ -193,6 +194,7 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
     return FitResult(
         weights=np.array(weights), epsilon_spent=eps, delta_spent=delta, adjacency="add-remove",
         grad_evals=float(np.mean(evals)), iterations=np.array(iters), notes=notes,
+        accounting=f"one release: objective perturbation with the DP-AGD code's constants, {kind} noise",
         extra={"zeta": zeta, "hessian_bound": hessian_bound, "Delta": Delta, "noise": kind,
                "noise_scale": scale})
 

@@ -163,6 +163,7 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
         weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
         grad_evals=float(steps), iterations=steps,
         seconds_per_draw=prep + gd_seconds + noise_seconds / draws, notes=notes,
+        accounting=f"one release: output perturbation ({used}), {kind} noise",
         extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": used,
                "noise": kind, "noise_scale": scale, "row_bound": R, "lipschitz": L,
                "smoothness": beta, "mu": mu, "solution_bound": solution_bound})
@@ -216,6 +217,7 @@ def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ste
         weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
         grad_evals=float(steps), iterations=steps,
         seconds_per_draw=prep + gd_seconds + noise_seconds / draws,
+        accounting="one release: output perturbation (lemma2 with L taken on trust), ln(2/delta) Gaussian",
         extra={"steps": steps, "learning_rate": eta, "sensitivity": sensitivity, "lemma": "lemma2",
                "noise": "gaussian-zhang-any-epsilon", "noise_scale": sigma, "lipschitz": L,
                "mu": problem.l2})

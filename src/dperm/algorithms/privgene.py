@@ -336,6 +336,8 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
     return FitResult(
         weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency=adjacency,
         grad_evals=0.0, iterations=r, notes=notes,
+        accounting=("zCDP composition of exponential mechanisms; Bun & Steinke, Prop. 1.3" if eps_iter == eps_zcdp
+                    else "basic composition of pure-DP exponential mechanisms"),
         extra={"iterations": r, "epsilon_per_iteration": eps_iter, "rho": rho, "C": C, "ridge": ridge,
                "initial_scale": float(initial_scale), "shrink": float(shrink),
                "initial_sensitivity": score_sensitivity(C, initial_scale, feature_bound, slope,

@@ -100,13 +100,14 @@ def register_variant(name: str, *, of: str, impl: Callable | None = None,
     ``defaults`` changed and the hyper-parameters in ``drop`` removed (held at the base's value:
     they do not apply to the variant). With ``impl`` (published code that differs in kind): its
     keyword-only parameters are the variant's hyper-parameters, and one without a default of its
-    own takes ``defaults``' or else the base's, so a shared default is written once. ``private``
-    and ``depends_on_epsilon`` follow the base unless given; other keywords are
+    own takes ``defaults``' or else the base's, so a shared default is written once. ``private``,
+    ``depends_on_epsilon`` and ``audit`` follow the base unless given; other keywords are
     :class:`AlgorithmSpec` fields (``caveat``, ``dp_as_implemented``, ``description``)."""
     base = ALGORITHMS[of]
     changed, given = dict(switches or {}), dict(defaults or {})
     spec.setdefault("private", base.private)
     spec.setdefault("depends_on_epsilon", base.depends_on_epsilon)
+    spec.setdefault("audit", base.audit)
     if impl is None:
         for what, names, allowed in (("switches", changed, base.switches), ("defaults", given, base.defaults),
                                      ("drop", drop, base.defaults)):
@@ -141,7 +142,7 @@ def algorithm_names() -> list[str]:
     return sorted(ALGORITHMS)
 
 
-_INFRASTRUCTURE = {"base", "registry"}
+_INFRASTRUCTURE = {"base", "registry", "audit_cases"}
 
 
 def _load_all() -> None:

@@ -183,6 +183,8 @@ def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int
     bound = beta * (DF ** 2 + sigma_tot ** 2 * N * eta ** 2) / (N * (2.0 * eta - beta * eta ** 2))
     return FitResult(
         weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
+        accounting="Zhang et al. 2017, Theorem 4" if noise == "theorem4" else
+        "advanced composition, amplification by sampling one row, Gaussian valid for every epsilon",
         grad_evals=float(rounds.mean()) / n, iterations=rounds, notes=notes,
         extra=dict(cal, grad_norm_sq=np.einsum("ij,ij->i", grad, grad),
                    grad_norm_sq_init=np.einsum("ij,ij->i", grad_init, grad_init), rounds=rounds, max_steps=N,

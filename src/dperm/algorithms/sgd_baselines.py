@@ -187,8 +187,12 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
                          f"2q-epsilon amplification are applied outside their proven range "
                          f"(docs/privacy.md#gaussian-range); "
                          f"{verdict} (exact_check: epsilon = {check['epsilon']:.4g})")
+    accounting = ("advanced composition, the 2q-epsilon amplification lemma, classical Gaussian (the DP-AGD code)"
+                  if reference else
+                  "advanced composition, amplification by subsampling, Gaussian valid for every epsilon")
     return FitResult(weights=weights, epsilon_spent=float(privacy.epsilon), delta_spent=float(privacy.delta),
-                     adjacency="replace-one", grad_evals=evals, iterations=T, notes=notes, extra=extra)
+                     adjacency="replace-one", grad_evals=evals, iterations=T, notes=notes, extra=extra,
+                     accounting=accounting)
 
 
 @register("sgd-adv", switches={"reference": False},
@@ -239,7 +243,10 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     def release(t, part, seconds_per_draw=None):
         eps = sgd_ma_epsilons(q, noise_multiplier, t, delta)
         spent = eps["epsilon_moments_ref"] if reference else eps["epsilon_rdp"]
+        accounting = ("moments accountant, orders 1..32 read at order 32 (the DP-AGD code)" if reference
+                      else "RDP of the Poisson-subsampled Gaussian, improved conversion")
         return FitResult(weights=part.weights, epsilon_spent=spent, delta_spent=delta, adjacency="add-remove",
+                         accounting=accounting,
                          grad_evals=part.grad_evals(n), iterations=t, seconds_per_draw=seconds_per_draw,
                          extra=dict(eps, steps=t, batch_size=b, sampling_rate=q, clip=clip,
                                     noise_multiplier=noise_multiplier, learning_rate=learning_rate,

@@ -154,6 +154,8 @@ def _result(sem: Semantics, privacy, runs) -> FitResult:
         weights=np.array([run.w for run in runs]), epsilon_spent=privacy.epsilon,
         delta_spent=privacy.delta, adjacency="add-remove", grad_evals=per_draw("gradients"),
         iterations=np.array([len(run.applied) for run in runs]),
+        accounting=("zCDP filter over adaptive shares; rho-zCDP to (epsilon, delta) by Bun & Steinke, Prop. 1.3"
+                    if sem == CORRECT else "zCDP budget subtracted as the DP-AGD code does; Bun & Steinke, Prop. 1.3"),
         notes=([] if sem == CORRECT
                else ["reference code semantics: not DP as implemented (docs/privacy.md#noisymin-sign)"]),
         extra={"noisy_min_calls": per_draw("noisy_min_calls", int),

@@ -1,0 +1,79 @@
+"""The audit hook every private algorithm offers: neighbouring datasets on which its release shows
+the differing row as plainly as it can, the claim to test, and a statistic of the released
+weights that tells the two apart (the black-box audit, :mod:`dperm.audit`, runs it).
+
+An algorithm registers ``audit=`` a callable returning a list of :class:`AuditCase`; a
+reference variant takes its base's unless it registers its own. Most algorithms use
+:func:`canary_audit`: every row of D is the zero vector except on the coordinates a loss needs
+(so no row moves the weights along the last coordinate c), and D′ adds, or swaps in, one canary
+row with its whole norm on c; the statistic is the released w_c. Under add/remove D′ = D ∪
+{canary}; under replace-one D′ is D with its last row replaced by the canary. Algorithms whose
+leak needs another construction (DP-AGD's NoisyMin, a fixed-size sampler displacing a row) build
+their own cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ADJACENCIES = ("add-remove", "replace-one")
+
+
+@dataclass(frozen=True)
+class AuditCase:
+    """One audit of one algorithm: ``runs`` releases on D and on D′ at ``privacy`` with
+    ``hyper``; ``statistic`` maps released weights (runs, p) to one score per run, larger
+    where D′'s differing row shows. ``name`` says what the case shows."""
+
+    name: str
+    d: Any  # dperm.problem.Problem
+    d_prime: Any
+    privacy: Any  # dperm.algorithms.base.Privacy: the claim under test
+    hyper: Mapping[str, Any] = field(default_factory=dict)
+    statistic: Callable[[np.ndarray], np.ndarray] = None
+    runs: int = 2000
+
+
+def canary_problems(adjacency: str, *, n: int = 50, p: int = 3, norm: float = 1.0, loss=None, l2: float = 0.0,
+                    background: float = 0.0):
+    """(D, D′, c): D has ``n`` rows, zero on every coordinate but the first (set to
+    ``background``, a public constant: a bias-like column), labels alternating 0/1 (±1 for
+    ±1-label losses); D′ adds (add/remove) or swaps in for D's last row (replace-one) the canary
+    ``norm·e_c``, c = p − 1, with the positive label, whose loss decreases as w_c grows."""
+    from ..losses import Logistic
+    from ..problem import Problem
+
+    if adjacency not in ADJACENCIES:
+        raise ValueError(f"adjacency must be one of {ADJACENCIES}; got {adjacency!r}")
+    loss = Logistic() if loss is None else loss
+    X = np.zeros((n, p))
+    X[:, 0] = background
+    positive, negative = (1.0, -1.0) if loss.labels == "pm1" else (1.0, 0.0)
+    y = np.where(np.arange(n) % 2 == 0, negative, positive)
+    canary = np.zeros(p)
+    canary[-1] = norm
+    if adjacency == "add-remove":
+        X2, y2 = np.vstack([X, canary]), np.append(y, positive)
+    else:
+        X2, y2 = X.copy(), y.copy()
+        X2[-1], y2[-1] = canary, positive
+    return Problem(X, y, loss, l2), Problem(X2, y2, loss, l2), p - 1
+
+
+def canary_audit(adjacency: str, *, epsilon: float = 1.0, delta: float = 1e-5, hyper=None, runs: int = 2000,
+                 name: str = "canary on an unused coordinate", **problem) -> Callable[[], list[AuditCase]]:
+    """The hook of an algorithm audited with one canary case (:func:`canary_problems`, whose
+    keywords ``problem`` passes on), claim (``epsilon``, ``delta``), statistic w_c."""
+
+    def cases() -> list[AuditCase]:
+        from .base import Privacy
+
+        d, d_prime, c = canary_problems(adjacency, **problem)
+        return [AuditCase(name=name, d=d, d_prime=d_prime, privacy=Privacy(epsilon, delta), hyper=dict(hyper or {}),
+                          statistic=lambda W, c=c: np.asarray(W)[:, c], runs=runs)]
+
+    return cases
