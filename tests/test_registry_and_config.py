@@ -67,12 +67,20 @@ def _schema():
 
 def test_schema_enumerates_the_registry_and_the_encoder_options():
     schema = _schema()
-    assert schema["$defs"]["dataset"]["enum"] == list(registry.DATASET_KEYS)
+    named, synthetic = schema["$defs"]["dataset"]["anyOf"]
+    assert named["enum"] == list(registry.DATASET_KEYS)
+    assert synthetic["pattern"].strip("^$") == registry_synthetic_regex()
     options = schema["$defs"]["options"]["properties"]
     assert set(options) == set(PROFILE_DEFAULTS)
     for key, allowed in PROFILE_CHOICES.items():
         assert options[key]["enum"] == list(allowed)
     assert set(schema["$defs"]["profile"]["properties"]) == set(PROFILE_DEFAULTS) | {"per_dataset"}
+
+
+def registry_synthetic_regex():
+    from dperm.datasets.synthetic import KEY_REGEX
+
+    return KEY_REGEX.replace("(?:", "(")
 
 
 def _validate(config):

@@ -73,6 +73,11 @@ def _message(error) -> str:
     if kind == "required":
         return error.message
     if kind in ("oneOf", "anyOf"):
+        enums = [v for s in error.validator_value for v in s.get("enum", [])]
+        patterns = [s["pattern"] for s in error.validator_value if "pattern" in s]
+        if enums and len(enums) + len(patterns) >= len(error.validator_value):
+            more = f", or a name matching {' or '.join(patterns)}" if patterns else ""
+            return f"{_short(error.instance)} is not allowed; allowed: {enums}{more}"
         options = [s.get("description") or s.get("enum") or s.get("type") for s in error.validator_value]
         return f"{_short(error.instance)} matches none of the allowed forms: {options}"
     return f"{_short(error.instance)}: {error.message if len(error.message) < 200 else kind + ' violated'}"

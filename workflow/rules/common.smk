@@ -16,7 +16,7 @@ from snakemake.exceptions import WorkflowError
 
 from dperm import experiments, papers
 from dperm.config import ConfigError, validate as validate_config
-from dperm.datasets import registry
+from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
@@ -59,7 +59,7 @@ def _availability(key):
     return availability(registry.get(key), f"resources/raw/{key}", MIRROR, DOWNLOAD)
 
 
-AVAILABLE = {key: _availability(key) for key in registry.DATASET_KEYS}
+AVAILABLE = {key: _availability(key) for key in registry.DATASET_KEYS}  # synthetic ones always are
 UNAVAILABLE = {k: why for k, (ok, why) in AVAILABLE.items() if not ok}
 for key in config["datasets"]:
     if key in UNAVAILABLE:
@@ -104,7 +104,7 @@ def _alternatives(values):
 
 
 wildcard_constraints:
-    dataset=_alternatives(registry.DATASET_KEYS),
+    dataset=f"{_alternatives(registry.DATASET_KEYS)}|{synthetic.KEY_REGEX}",
     profile=_alternatives(config["profiles"]),
     paper=_alternatives(PAPERS) or "(?!)",
     experiment="[a-z0-9][a-z0-9-]*",
@@ -118,7 +118,7 @@ wildcard_constraints:
 
 
 def dataset_available(key):
-    return AVAILABLE[key][0]
+    return synthetic.is_synthetic(key) or AVAILABLE[key][0]
 
 
 def prepared(key, profile="default"):

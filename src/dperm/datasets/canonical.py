@@ -58,6 +58,12 @@ def check_field_counts(content: bytes, record: Dataset, raw: RawFile, check_rows
 
 def read_raw_file(record: Dataset, raw: RawFile, content: bytes, check_rows: bool = True) -> pd.DataFrame:
     """Parse one raw file into a frame with the registry's column names (not yet canonical)."""
+    if record.parser == "synthetic":
+        from .synthetic import read_raw
+
+        frame = read_raw(content, record.feature_names, record.target)
+        frame[PART] = raw.part
+        return frame
     check_field_counts(content, record, raw, check_rows)
     names = list(record.file_columns)
     if record.parser == "dat":

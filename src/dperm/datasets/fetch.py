@@ -156,6 +156,17 @@ def _from_ucimlrepo(record: Dataset, attempts: list[str]) -> dict | None:
                                 for n, b in files.items()]}
 
 
+def _generated(record: Dataset) -> dict:
+    """A synthetic dataset's raw array, generated from its name (no mirror, no network)."""
+    from .synthetic import raw_bytes
+
+    (raw,) = record.files
+    content = raw_bytes(record.key)
+    return {raw.name: content, "_files": [{"name": raw.name, "stored": raw.name, "origin": "generated",
+                                           "verified": "generated from its name (seeded)",
+                                           "sha256_content": sha256_bytes(content)}]}
+
+
 def _advice(record: Dataset, mirror: Path | None, mode: str) -> str:
     where = ", ".join(f"{f.mirror_path}(.gz)" for f in record.files)
     place = f"under {mirror}" if mirror else f"in a directory (paths relative to it), and set ${MIRROR_ENV} to it"
@@ -170,7 +181,9 @@ def fetch(record: Dataset, dest: str | os.PathLike, mirror: Path | None, mode: s
     dest = Path(dest)
     attempts: list[str] = []
     staged, source = None, None
-    if mirror is not None:
+    if record.parser == "synthetic":
+        staged, source = _generated(record), "synthetic"
+    elif mirror is not None:
         staged, source = _from_mirror(record, mirror, attempts), "mirror"
     if staged is None and downloads_allowed(mode, mirror):
         if record.ucimlrepo:

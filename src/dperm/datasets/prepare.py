@@ -91,6 +91,8 @@ def availability(record: Dataset, raw_dir, mirror, mode: str) -> tuple[bool, str
     """
     if (Path(raw_dir) / MANIFEST).is_file():
         return True, "fetched"
+    if record.parser == "synthetic":
+        return True, "generated"
     if mirror is not None and all(mirror_file(mirror, f) for f in record.files):
         return True, f"in mirror {mirror}"
     if downloads_allowed(mode, mirror):

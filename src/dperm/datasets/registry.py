@@ -301,8 +301,14 @@ DATASETS = {key: DATASETS[key] for key in DATASET_KEYS}
 
 
 def get(key: str) -> Dataset:
-    """The record for ``key``; an unknown key is an error that lists the known ones."""
+    """The record for ``key`` (a registered dataset, or a seeded synthetic one named by its shape,
+    :mod:`.synthetic`); an unknown key is an error that lists the known ones."""
+    from . import synthetic
+
+    if synthetic.is_synthetic(key):
+        return synthetic.record(key)
     try:
         return DATASETS[key]
     except KeyError:
-        raise KeyError(f"unknown dataset {key!r}; known datasets: {', '.join(DATASET_KEYS)}") from None
+        raise KeyError(f"unknown dataset {key!r}; known datasets: {', '.join(DATASET_KEYS)}, and "
+                       f"synthetic-<logistic|linear>-n<rows>-d<features>") from None
