@@ -48,7 +48,7 @@ def test_each_draw_is_the_minimiser_of_its_perturbed_objective(loss, delta):
     eps, draws = 0.5, 3
     fit = get_algorithm("objpert").fit(problem, Privacy(eps, delta), np.random.default_rng(11), draws=draws)
     assert not fit.notes and fit.extra["grad_norm"] <= fit.extra["gtol"] == 1e-9
-    assert fit.adjacency == "add-remove"
+    assert fit.adjacency == "replace-one"
     # rebuild J from scratch: rows clipped to R = 1, Δ = 2λ_H/ε, b from each draw's generator
     cp, n = clipped(problem), problem.n
     Delta = 2 * loss.smoothness(1.0) / eps
@@ -66,7 +66,35 @@ def test_constants_come_from_the_loss_at_the_enforced_bound():
         fit = get_algorithm("objpert").fit(make_problem(loss, radius=5.0), Privacy(1.0),
                                            np.random.default_rng(0), row_bound=2.0)
         assert (fit.extra["zeta"], fit.extra["hessian_bound"]) == pytest.approx(expected[loss.name])
-        assert fit.extra["noise_scale"] == pytest.approx(2 * 2.0 / 1.0)  # 2ζ/ε, δ = 0
+        assert fit.extra["noise_scale"] == pytest.approx(2 * (2 * 2.0) / 1.0)  # 2s/ε, s = 2ζ (replace-one), δ = 0
+
+
+def _log_release_density(w, X, lam, Delta, scale):
+    """ln p_D(w) of ObjPert's release in one dimension, exactly: b(w) = −(Σφ'(x_i w)x_i +
+    (nλ + Δ)w) is a bijection of w, so p_D(w) = ν(b(w))·|b'(w)| with ν the 1-D Gamma-norm
+    (Laplace) density of scale ``scale`` on b, for labels y = 1 (logistic, {0, 1} form)."""
+    z = np.outer(w, X)
+    sig = 1.0 / (1.0 + np.exp(-z))
+    b = -((sig - 1.0) @ X + (len(X) * lam + Delta) * w)
+    jac = (sig * (1.0 - sig)) @ (X * X) + len(X) * lam + Delta
+    return -np.abs(b) / scale - np.log(2 * scale) + np.log(jac)
+
+
+@pytest.mark.parametrize("adjacency, lam, private", [
+    ("replace-one", 0.1, True), ("add-remove", 0.0, True), ("add-remove", 0.1, False)])
+def test_exact_privacy_loss_under_both_adjacencies(adjacency, lam, private):
+    """The exact log density ratio of neighbouring releases on a grid of w: bounded by ε for
+    replace-one (s = 2ζ) and for add/remove without a regulariser (s = ζ); unbounded for
+    add/remove with λ > 0, because the added row also adds λ to the regulariser nλ. The old
+    default (add/remove, λ > 0) fails this test."""
+    eps, zeta = 1.0, 1.0
+    Delta = 2 * 0.25 / eps  # 2λ_H/ε, logistic λ_H = R²/4 at R = 1
+    X = np.array([0.3, -0.8, 0.5, 1.0, -0.2])
+    neighbour = np.append(X, -1.0) if adjacency == "add-remove" else np.append(X[:-1], -1.0)
+    scale = noise_calibration(zeta, eps, 0.0, adjacency)[1]  # in 1-D the Gamma-norm law is Laplace(2s/ε)
+    w = np.linspace(-200, 200, 40001)
+    loss = np.abs(_log_release_density(w, X, lam, Delta, scale) - _log_release_density(w, neighbour, lam, Delta, scale))
+    assert (loss.max() <= eps + 1e-9) == private, loss.max()
 
 
 def test_noise_calibration_formulas():

@@ -214,6 +214,7 @@ def test_deterministic_and_draws_independent():
     ({"iterations": 0}, "iterations"), ({"batch_size": 0}, "batch_size"), ({"sampling": "bernoulli"}, "sampling"),
     ({"adjacency": "swap"}, "adjacency"), ({"shrink": 1.5}, "shrink"), ({"initial_scale": -1.0}, "initial_scale"),
     ({"composition": "rdp"}, "composition"), ({"C": 0.0}, "C"),
+    ({"adjacency": "add-remove"}, r"explicit iterations=r: the default r = round\(n\*epsilon/c\) reads the row count"),
 ])
 def test_bad_inputs_name_the_value(kwargs, name):
     rng = np.random.default_rng(9)

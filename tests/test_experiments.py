@@ -60,6 +60,19 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
         ex.apply_tuning(untuned, None)
 
 
+def test_values_derived_from_the_data_mark_their_cells_non_private(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["e"]["data_derived"] = {"dp-sgd": ["clip"]}
+    paper = _load(tmp_path, config)
+    marked = {c.algorithm: ex.cell_spec(paper, c, seed=1)["tuning"] for c in ex.cells(paper)}
+    assert marked == {"nonprivate": "private", "dp-sgd": "non-private", "dp-sgd-long": "private"}
+    config["experiments"]["e"]["data_derived"] = {"dp-sgd": ["clipping"]}
+    with pytest.raises(Exception, match=r"data_derived.dp-sgd: \['clipping'\] are not hyper-parameters"):
+        _load(tmp_path, config)
+
+
 def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
     import copy
 

@@ -104,6 +104,8 @@ def test_nonprivate_runs_once_per_fold_and_majority_scores_the_majority():
     spec = _spec("majority", "inf")
     majority = run_cell(spec, data)
     assert majority["objective"].isna().all()
+    assert (majority["dp_as_implemented"] == "n/a").all() and (nonprivate["dp_as_implemented"] == "n/a").all()
+    assert (run_cell(_spec(), data)["dp_as_implemented"] == True).all()  # noqa: E712  (a bool, not a string)
     for split in make_splits(spec["protocol"], 400, split_seed(spec)):
         train, test = data["y01"][split.train], data["y01"][split.test]
         label = int(train.mean() >= 0.5)

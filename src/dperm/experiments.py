@@ -202,6 +202,12 @@ def _check_experiment(paper: dict, name: str, exp: dict, where: str) -> None:
             if key not in paper["algorithms"]:
                 _fail(f"{where}.{block_name}", f"unknown algorithm key {key!r}; defined: {sorted(paper['algorithms'])}")
             check_hyper(paper, key, hyper, f"{where}.{block_name}.{key}")
+    for key, names in exp["data_derived"].items():
+        if key not in exp["algorithms"]:
+            _fail(f"{where}.data_derived", f"{key!r} is not one of the experiment's algorithms {exp['algorithms']}")
+        unknown = sorted(set(names) - set(algorithm_spec(paper, key).defaults))
+        if unknown:
+            _fail(f"{where}.data_derived.{key}", f"{unknown} are not hyper-parameters of {key!r}")
     for dataset in exp["per_dataset"]:
         if dataset not in exp["datasets"]:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {exp['datasets']}")
@@ -372,7 +378,8 @@ def cell_spec(paper: dict, cell: Cell, seed: int) -> dict:
         "profile": experiment_profile(paper, cell.experiment, key),
         "model": model, "algorithm": registered_name(paper, key), "cell_algorithm": cell.algorithm,
         "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon, "delta": exp["delta"],
-        "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed), "tuning": "private",
+        "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed),
+        "tuning": "non-private" if exp["data_derived"].get(key) else "private",
     }
     tuned = uses_tuning(paper, cell.experiment, key)
     if tuned is not None:

@@ -185,7 +185,7 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
         "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
-        "dp_as_implemented": algo.dp_as_implemented, "accounting": result.accounting,
+        "dp_as_implemented": algo.dp_as_implemented if algo.private else "n/a", "accounting": result.accounting,
         "notes": "; ".join(result.notes),
         "hyper": hyper, "extra": record_json(result.extra, d, result.draws), "dperm_version": __version__,
     } for d in range(result.draws)]

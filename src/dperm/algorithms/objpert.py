@@ -30,11 +30,14 @@ denominator). Any λ ≥ 0 works on top; Δ is added in full as Kifer et al. do 
 instead shrink Δ when nλ already supplies the curvature). (ii) Noise: ‖b_D(w) − b_D'(w)‖ is ζ for
 add/remove but 2ζ for replace-one; the density ratio exp(ε·‖·‖/(2s)) is ≤ e^{ε/2} iff s bounds it.
 For the Gaussian, the privacy loss exceeds ε/2 only on the event Z > √(2 ln(2/δ) + ε) − ε/(4√(…)),
-whose probability is ≤ δ/2 for every ε > 0 (so no ε ≤ 1 restriction). Hence Kifer et al.'s
-constants (s = ζ) are ε- or (ε, δ)-DP under **add/remove-one** adjacency, which is Lee & Kifer's
-model (Lee & Kifer 2018, §3.1); under replace-one they give only 1.5ε, and
-``adjacency="replace-one"`` uses s = 2ζ instead. Under add/remove, n (the objective's
-normalisation) is treated as public, as in Kifer et al. and DP-AGD.
+whose probability is ≤ δ/2 for every ε > 0 (so no ε ≤ 1 restriction). Kifer et al.'s constants
+(s = ζ) are therefore ε- or (ε, δ)-DP under add/remove-one adjacency *when λ = 0*; with λ > 0
+the row count enters the regulariser nλ of the sum form, so b_D(w) − b_D′(w) = ∇ℓ_x(w) + λw for
+an added row x: unbounded in w, and the release is not ε-DP as written (the density ratio grows
+without bound along w; docs/privacy.md#objpert-add-remove-n, an exact test shows it). The
+default is therefore **replace-one** (n is fixed and public; s = 2ζ, so the noise is twice Kifer
+et al.'s), and ``adjacency="add-remove"`` (s = ζ, Lee & Kifer's model, §3.1) is refused unless
+λ = 0.
 
 Draws: the noise enters the objective, so every draw is its own solve from w = 0, certified to
 ‖∇J‖ ≤ ``gtol`` (``extra["grad_norm"]`` is the largest reached, ``extra["dist_bound"]`` the
@@ -120,14 +123,18 @@ def reference_objective(problem, b, Delta, bias_column: int | None = 0):
 @register("objpert", description="objective perturbation (Kifer et al. 2012), constants from the "
           "loss at an enforced public row bound, certified L-BFGS solve")
 def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
-                adjacency: str = "add-remove", gtol: float = 1e-9, max_iter: int = 20_000,
+                adjacency: str = "replace-one", gtol: float = 1e-9, max_iter: int = 20_000,
                 huber_h: float | None = 0.5):
-    """ObjPert with true constants: ``row_bound`` R (enforced), ``adjacency`` "add-remove"
-    (Kifer et al.'s constants) or "replace-one" (gradient sensitivity 2ζ), L-BFGS to ‖∇J‖ ≤ gtol;
-    a plain-hinge SVM is trained on the Huberised hinge with ``huber_h`` (Chaudhuri et al.)."""
+    """ObjPert with true constants: ``row_bound`` R (enforced), ``adjacency`` "replace-one"
+    (gradient sensitivity 2ζ) or "add-remove" (Kifer et al.'s ζ; only with λ = 0), L-BFGS to
+    ‖∇J‖ ≤ gtol; a plain-hinge SVM is trained on the Huberised hinge with ``huber_h``."""
     problem, surrogate_notes = smooth_surrogate(problem, huber_h)
     eps, delta = private_target(privacy, "objpert")
     lam = check_regulariser(problem, "objpert")
+    if adjacency == "add-remove" and lam > 0:
+        raise ValueError(f"objpert under add/remove needs l2 = 0 (got l2={lam!r}): with a regulariser the row "
+                         "count enters the objective and the release is not DP as written "
+                         "(docs/privacy.md#objpert-add-remove-n); use adjacency='replace-one'")
     R = check_row_bound(row_bound)
     zeta, hessian_bound = smooth_glm_constants(problem, R, "objpert")
     if not (math.isfinite(gtol) and gtol > 0):
@@ -201,6 +208,7 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
 
 register_variant("objpert-reference", of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
                  caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "
-                        "the Delta-term, L-BFGS-B capped at 300 iterations (docs/deviations.md#objpert-objective, "
-                        "docs/privacy.md#objpert-assumptions)",
+                        "the Delta-term, L-BFGS-B capped at 300 iterations, add/remove with the row count in "
+                        "the regulariser (docs/deviations.md#objpert-objective, "
+                        "docs/privacy.md#objpert-assumptions, docs/privacy.md#objpert-add-remove-n)",
                  description="DP-AGD's obj_pert exactly")

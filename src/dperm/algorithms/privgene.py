@@ -36,7 +36,9 @@ claimed, each iteration still pays ε_iter.
 
 Iterations: r = max(round(n·ε/c), 1), c = 800 (code; docs/deviations.md#privgene-iterations), with
 Python 2 rounding (half away from zero) as the code ran; ``iterations`` overrides r. r depends on n,
-which is public under replace-one; under add/remove n is treated as public, as the paper does.
+which is public under replace-one; under add/remove n is itself private (neighbours differ in
+size), so ``adjacency="add-remove"`` requires an explicit ``iterations`` (the paper treated n as
+public: docs/privacy.md#objpert-add-remove-n).
 
 Cost: the 2p candidate scores differ from the parent's only where x_ij ≠ 0, so one iteration
 evaluates the loss change at the 2·nnz(X) shifted margins t_i ± s·x_ij and sums it per column
@@ -284,6 +286,10 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
     if batch_size is not None and not (isinstance(batch_size, (int, np.integer)) and 0 < batch_size <= n):
         raise ValueError(f"batch_size must be None (full data) or an integer in [1, n={n}]; "
                          f"got batch_size={batch_size!r}")
+    if iterations is None and adjacency == "add-remove":
+        raise ValueError("privgene under add/remove needs an explicit iterations=r: the default "
+                         "r = round(n*epsilon/c) reads the row count, which add/remove adjacency keeps private "
+                         "(docs/privacy.md#objpert-add-remove-n)")
     if iterations is None:
         r = privgene_iterations(n, eps, c)
     elif isinstance(iterations, (int, np.integer)) and iterations >= 1:

@@ -54,7 +54,7 @@ def claims(summary: pd.DataFrame) -> pd.DataFrame:
             out.append({"claim": "DP-AGD is best or competitive for ε ≤ 0.8", "dataset": dataset, "model": model,
                         "evidence": f"competitive at {wins}/{len(small)} ε; " + "; ".join(details),
                         "verdict": verdict})
-        for key, accountant in (("sgd-ma", "RDP (tight)"), ("sgd-ma-reference", "moments, orders ≤ 32")):
+        for key, accountant in (("sgd-ma", "RDP accountant"), ("sgd-ma-reference", "moments, orders ≤ 32")):
             ma = cells[cells["algorithm"] == key]
             ma = ma[(ma["epsilon_spent_mean"] > 0.8) & (ma["epsilon_spent_mean"] <= 1.6 + 1e-9)]
             others = cells[cells["algorithm"].isin([k for k in COMPARED if k != "sgd-ma"])
