@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/reports.smk"
+include: "workflow/rules/audit.smk"
 
 
 # One rule file per paper listed in config `papers`; each defines a rule named after the paper,

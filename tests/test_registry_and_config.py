@@ -103,7 +103,7 @@ def test_shipped_configs_validate_and_get_defaults():
     ({"profiles": {"default": {"scale": "zscore"}}}, "profiles.default.scale: 'zscore' is not allowed; allowed: ['minmax', 'none']"),
     ({"profiles": {"default": {"rownorm": "unit"}}}, "profiles.default: unknown key(s) ['rownorm']; allowed keys: ['bias'"),
     ({"profiles": {"default": {"per_dataset": {"adullt": {}}}}}, "profiles.default.per_dataset: 'adullt' is not allowed; allowed: ['adult'"),
-    ({"colour": 1}, "(top level): unknown key(s) ['colour']; allowed keys: ['data', 'datasets'"),
+    ({"colour": 1}, "(top level): unknown key(s) ['colour']; allowed keys: ['audit', 'data', 'datasets'"),
     ({"papers": ["Lee2018"]}, "papers[0]: 'Lee2018'"),
 ])
 def test_bad_config_is_rejected_with_the_allowed_values(config, fragment):

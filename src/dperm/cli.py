@@ -148,6 +148,31 @@ def _cmd_figure(args) -> None:
     log.info("figure %s -> %s", spec.get("figure", ""), args.png)
 
 
+def _cmd_audit_subject(args) -> None:
+    import pandas as pd
+
+    from .audit import COLUMNS, run_subject, subject
+    from .files import write_text_atomic
+
+    rows = run_subject(subject(args.subject), seed=args.seed, scale=args.scale)
+    write_text_atomic(args.out, pd.DataFrame(rows, columns=COLUMNS).to_csv(index=False))
+    for row in rows:
+        log.info("%s / %s: claimed %.4g, lower bound %.4g: %s", row["subject"], row["case"], row["epsilon_claimed"],
+                 row["epsilon_lower"], row["verdict"])
+
+
+def _cmd_audit_table(args) -> None:
+    from .report.audit import write_audit
+    from .report.tables import read_records
+
+    table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick)
+    failures = table[~table["verdict"].isin(["passes", "caught"])]
+    if args.enforce and len(failures):
+        listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failures.itertuples())
+        raise ValueError(f"the privacy audit failed ({len(failures)} of {len(table)} cases; table {args.csv}): "
+                         f"{listed}")
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -173,7 +198,7 @@ def _cmd_check_paper(args) -> None:
 # Sub-commands of this module (the paper plugins add theirs): a job running one of these does
 # not import the paper plugins.
 CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-job", "cut-cell", "optimum", "summarise",
-                           "tune", "figure", "info", "check-paper"})
+                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table"})
 
 
 def build_parser(papers: bool = True) -> argparse.ArgumentParser:
@@ -257,6 +282,23 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("paper", help="config/papers/<paper>.yaml")
     p.add_argument("--quick", action="store_true", help="check it with its quick section merged in")
     p.set_defaults(func=_cmd_check_paper)
+
+    p = sub.add_parser("audit-subject", help="black-box privacy audit of one algorithm or mutant (dperm.audit)")
+    p.add_argument("--subject", required=True, help="an algorithm key, a mutant's name, or its slug")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scale", type=float, default=1.0, help="fraction of each case's runs (a reduced audit)")
+    p.add_argument("--out", required=True, help="the subject's audit rows .csv")
+    p.set_defaults(func=_cmd_audit_subject)
+
+    p = sub.add_parser("audit-table", help="the audit's table and figure; fails if a control is not caught")
+    p.add_argument("subjects", nargs="+", help="the subjects' audit rows .csv")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--png", required=True)
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--enforce", action="store_true", help="exit with an error if any case fails")
+    p.add_argument("--quick", action="store_true", help="say that this is a quick run")
+    p.set_defaults(func=_cmd_audit_table)
 
     if papers:
         from .papers import names, plugin

@@ -46,6 +46,9 @@ class Problem:
     precomputed_row_norms: np.ndarray | None = field(default=None, repr=False)
     #: derived data of these rows (the CSR copy of X), shared by the problems made on the same rows
     shared: dict | None = field(default=None, repr=False)
+    #: the row count an algorithm may treat as public (sampling rates, step counts, batch sizes);
+    #: None means n itself (docs/privacy.md#public-n)
+    public_n: int | None = None
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=float)
@@ -62,6 +65,13 @@ class Problem:
     @property
     def n(self) -> int:
         return self.X.shape[0]
+
+    @property
+    def n_public(self) -> int:
+        """The row count used where an algorithm needs one that neighbours share (a Poisson rate
+        b/n, steps from epochs, a default batch size): under add/remove the true n is private,
+        so a data set and its neighbour must give the same value (docs/privacy.md#public-n)."""
+        return self.n if self.public_n is None else int(self.public_n)
 
     @property
     def p(self) -> int:

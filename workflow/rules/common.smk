@@ -14,7 +14,7 @@ os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("
 
 from snakemake.exceptions import WorkflowError
 
-from dperm import experiments, papers
+from dperm import audit, experiments, papers
 from dperm.config import ConfigError, validate as validate_config
 from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
@@ -322,6 +322,19 @@ def paper_outputs(paper):
         for ext in ("png", "pdf")
     ]
     return summaries + figures
+
+
+# -- the privacy audit ----------------------------------------------------------------------------
+
+AUDIT_SUBJECTS = [audit.slug(s.name) for s in audit.subjects()]
+
+
+def audit_code(wildcards):
+    """Fingerprint of an audit subject: its algorithm's code, the audit's and the cases'."""
+    names = audit.subject(wildcards.subject).algorithms
+    return (algorithm_fingerprint(*names) if names else "") + source_fingerprint(
+        "audit", "algorithms/audit_cases", "privacy"
+    )
 
 
 def quick_flag():

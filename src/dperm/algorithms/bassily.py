@@ -62,6 +62,7 @@ from ..privacy import (
 )
 from ..privacy.validation import check_real
 from ._perturb import enforce_row_bound
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 
@@ -159,7 +160,9 @@ def _project(w: np.ndarray, radius: float | None) -> None:
             w *= radius / norm
 
 
-@register("bassily-sgd", description="BST14 noisy mini-batch SGD (m = 50 with replacement), "
+@register("bassily-sgd", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000,
+                                             hyper={"max_steps": 200, "batch_size": 10}),
+          description="BST14 noisy mini-batch SGD (m = 50 with replacement), "
                                      "amplification + advanced composition, step cap")
 def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_size: int = 50,
                     max_steps: int | None = 100_000, row_bound: float = 1.0, radius: float | None = 1.0,

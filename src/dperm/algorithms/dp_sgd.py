@@ -23,20 +23,23 @@ import math
 
 from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon
 from ._batched_sgd import PoissonSampler, run_noisy_sgd
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 
 
-@register("dp-sgd", description="DP-SGD, Poisson sampling, per-example clipping, RDP accounting")
+@register("dp-sgd", audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=4000,
+                                        hyper={"epochs": 2.0, "batch_size": 25}),
+          description="DP-SGD, Poisson sampling, per-example clipping, RDP accounting")
 def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float = 5.0,
                batch_size: int = 256, clip: float = 1.0, learning_rate: float = 0.5,
                noise_multiplier: float | None = None):
-    n = problem.n
-    if not 0 < batch_size <= n:
-        raise ValueError(f"batch_size must be in [1, n={n}]; got batch_size={batch_size!r}")
+    n, n_public = problem.n, problem.n_public  # q and T from the public count (docs/privacy.md#public-n)
+    if not 0 < batch_size <= n_public:
+        raise ValueError(f"batch_size must be in [1, n={n_public}]; got batch_size={batch_size!r}")
     if clip <= 0 or learning_rate <= 0 or epochs <= 0:
         raise ValueError(f"clip, learning_rate and epochs must be > 0; got {clip!r}, {learning_rate!r}, {epochs!r}")
-    q = batch_size / n
+    q = batch_size / n_public
     steps = max(1, math.ceil(epochs / q))
     if noise_multiplier is None:
         if not privacy.is_private or privacy.delta <= 0:
@@ -46,7 +49,7 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
         sigma = float(noise_multiplier)
     spent = epsilon_sampled_gaussian(q, sigma, steps, privacy.delta)
     run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, PoissonSampler(n, q), clip=clip,
-                        noise_std=sigma * clip, learning_rate=learning_rate, divisor=q * n)
+                        noise_std=sigma * clip, learning_rate=learning_rate, divisor=q * n_public)
     weights, evals = run.weights, run.grad_evals(n)
     return FitResult(weights=weights, epsilon_spent=spent, delta_spent=privacy.delta,
                      adjacency="add-remove", grad_evals=evals, iterations=steps,

@@ -72,6 +72,7 @@ from ._perturb import (
     smooth_glm_constants,
     smooth_surrogate,
 )
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register, register_variant
 
@@ -120,7 +121,8 @@ def reference_objective(problem, b, Delta, bias_column: int | None = 0):
     return value_and_grad
 
 
-@register("objpert", description="objective perturbation (Kifer et al. 2012), constants from the "
+@register("objpert", audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
+          description="objective perturbation (Kifer et al. 2012), constants from the "
           "loss at an enforced public row bound, certified L-BFGS solve")
 def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
                 adjacency: str = "replace-one", gtol: float = 1e-9, max_iter: int = 20_000,
@@ -207,6 +209,8 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
 
 
 register_variant("objpert-reference", of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
+                 audit=canary_audit("add-remove", epsilon=1.0, delta=0.0, l2=0.01, norm=10.0, runs=2000,
+                                    name="a canary row longer than the norm the constants assume"),
                  caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "
                         "the Delta-term, L-BFGS-B capped at 300 iterations, add/remove with the row count in "
                         "the regulariser (docs/deviations.md#objpert-objective, "

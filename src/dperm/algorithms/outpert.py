@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from .. import solvers
+from ..losses import Huber
 from . import _outpert_theory as theory
 from ._perturb import (
     check_regulariser,
@@ -53,6 +54,7 @@ from ._perturb import (
     smooth_glm_constants,
     smooth_surrogate,
 )
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register, register_variant
 
@@ -170,6 +172,7 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
 
 
 @register("outpert-gd", switches={"name": "outpert-gd"},
+          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
 def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
@@ -224,6 +227,9 @@ def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ste
 
 
 register_variant("outpert-reference", of="outpert", impl=fit_outpert_reference, dp_as_implemented=False,
+                 audit=lambda: canary_audit("replace-one", epsilon=1.0, delta=1e-5, norm=100.0, runs=4000,
+                                            loss=Huber(1.0), canary_label=1e6,
+                                            name="a canary row longer than the Lipschitz constant assumes")(),
                  caveat="L = 1 whatever the row norms (docs/privacy.md#outpert-lipschitz), no smoothness check "
                         "(hinge allowed), ln(2/delta) Gaussian at every epsilon (docs/privacy.md#gaussian-range)",
                  description="DP-AGD's outpert_gd exactly: sens = 3*L*T*eta/n with L = 1")

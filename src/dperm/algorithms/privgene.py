@@ -57,6 +57,7 @@ from ..losses import GLMLoss, Hinge, HuberHinge, Logistic
 from ..privacy import exponential_mechanism, zcdp_from_dp
 from ..privacy.validation import check_real
 from ._batched_sgd import poisson_batch
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register
 
@@ -260,7 +261,9 @@ def candidate(parent: np.ndarray, k: int, s: float) -> np.ndarray:
     return w
 
 
-@register("privgene", description="PrivGene (DP-AGD simplification): exponential mechanism over "
+@register("privgene", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
+                                          hyper={"iterations": 2}),
+          description="PrivGene (DP-AGD simplification): exponential mechanism over "
                                   "±s·e_j mutations, zCDP composition")
 def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: int | None = None,
                  c: float = 800.0, C: float | None = None, ridge: float | None = None,
@@ -325,7 +328,7 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
             if full is not None:
                 nz, block_y, t = full, y, margins
             else:
-                rows = (poisson_batch(child, n, batch_size / n) if sampling == "poisson"
+                rows = (poisson_batch(child, n, batch_size / problem.n_public) if sampling == "poisson"
                         else np.sort(child.choice(n, size=batch_size, replace=False)))
                 # a fresh block per iteration: no per-value lookup table (its sort costs more)
                 nz, block_y, t = entries.batch(rows, y[rows], loss), y[rows], margins[rows]

@@ -58,6 +58,7 @@ from ..losses import GLMLoss
 from ..losses.glm import NotSmoothError
 from ..privacy.validation import check_real
 from ._perturb import enforce_row_bound
+from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration
 from .registry import register
@@ -113,7 +114,8 @@ def _example_gradient(problem, L: float):
     return grad
 
 
-@register("rrpsgd", description="Random Round Private SGD (Zhang et al. 2017, Alg. 2), non-convex")
+@register("rrpsgd", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000, hyper={"max_steps": 100}),
+          description="Random Round Private SGD (Zhang et al. 2017, Alg. 2), non-convex")
 def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int = 100_000,
                noise: str = "theorem4", row_bound: float = 1.0, clip: float | None = None,
                smoothness: float | None = None, initial_loss_bound: float | None = None,

@@ -70,6 +70,7 @@ from ..privacy import (
 )
 from ..privacy.validation import check_real
 from ._batched_sgd import FixedSizeSampler, PoissonSampler, run_noisy_sgd
+from .audit_cases import canary_audit, displaced_row_audit
 from .base import FitResult, Privacy, draw_rngs
 from .privgene import round_half_up
 from .registry import register, register_variant
@@ -137,7 +138,7 @@ def certified_sgd_adv(cal: dict, steps: int, delta: float) -> dict:
 
 
 def _check_common(problem, batch_size, clip, learning_rate):
-    n = problem.n
+    n = problem.n_public  # the default batch from the public count (docs/privacy.md#public-n)
     b = default_batch_size(n) if batch_size is None else batch_size
     if not (isinstance(b, (int, np.integer)) and 0 < b <= n):
         raise ValueError(f"batch_size must be None or an integer in [1, n={n}]; got batch_size={batch_size!r}")
@@ -196,6 +197,7 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
 
 
 @register("sgd-adv", switches={"reference": False},
+          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000, hyper={"steps": 5}),
           description="noisy mini-batch SGD, advanced composition + subsampling amplification, "
                       "Gaussian valid for every epsilon")
 def fit_sgd_adv(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int | None = None,
@@ -234,7 +236,7 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     check_real(noise_multiplier, "noise_multiplier", low=0.0)
     n = problem.n
     b = _check_common(problem, batch_size, clip, learning_rate)
-    q = b / n
+    q = b / problem.n_public
     sample = FixedSizeSampler(n, b) if reference else PoissonSampler(n, q)
     run = run_noisy_sgd(problem, draw_rngs(rng, draws), int(steps), sample, clip=clip,
                         noise_std=noise_multiplier * clip, learning_rate=learning_rate, divisor=b,
@@ -259,6 +261,8 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
 
 
 @register("sgd-ma", switches={"reference": False}, depends_on_epsilon=False,
+          audit=canary_audit("add-remove", delta=1e-5, runs=20_000,
+                             hyper={"steps": 5, "noise_multiplier": 2.0, "batch_size": 25}),
           description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP accountant")
 def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
                noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
@@ -271,6 +275,10 @@ def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1
 
 register_variant(
     "sgd-ma-reference", of="sgd-ma", switches={"reference": True}, dp_as_implemented=False,
+    # One step, all n public rows per batch (q = 1), sigma = 5: the order-32 moments accountant
+    # claims epsilon = 1.02 at delta = 1e-5, while a displaced row makes the step about 1.55-DP.
+    audit=displaced_row_audit(epsilon=1.0, hyper={"steps": 1, "noise_multiplier": 5.0, "batch_size": 40,
+                                                  "clip": 0.5, "learning_rate": 1.0}, runs=2_000_000),
     caveat="fixed-size batches without replacement accounted as Poisson sampling at sensitivity C (a differing "
            "row displaces another: 2C), moments accountant at order 32 only (docs/deviations.md#moments-order-32, "
            "docs/privacy.md#moments-accountant): the reported epsilon is not a proven bound",

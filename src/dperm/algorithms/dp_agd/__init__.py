@@ -93,6 +93,7 @@ import math
 
 import numpy as np
 
+from ..audit_cases import canary_audit, single_selection_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..registry import register, register_variant
 from .engine import CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups, run_chains, run_once  # noqa: F401
@@ -169,6 +170,8 @@ _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size
 
 
 @register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings,
+          audit=lambda: canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=2000, hyper={"splits": 10})()
+          + single_selection_audit(1.97 - 2.0)(),
           description=_DOC + "; corrected (zCDP filter, add/remove)")
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,
@@ -183,6 +186,7 @@ def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: flo
 
 
 register_variant("dp-agd-reference", of="dp-agd", switches={"semantics": REFERENCE},
+                 audit=single_selection_audit(1.97 - 1.9),
                  defaults={"batch_sampling": "fixed"}, dp_as_implemented=False,
                  caveat="not DP as implemented: NoisyMin noise sign flipped (docs/privacy.md#noisymin-sign)",
                  description=_DOC + "; reference-code semantics (docs/deviations.md#dp-agd-off-by-one, "

@@ -240,7 +240,7 @@ class _Chain:
     # -- mini-batches -----------------------------------------------------------------------------
     def draw_rows(self) -> None:
         cfg = self.cfg
-        rows = draw_batch(self.rng, cfg.n, cfg.batch_size, cfg.batch_sampling)
+        rows = draw_batch(self.rng, cfg.n, cfg.batch_size, cfg.batch_sampling, cfg.problem.n_public)
         # X[rows] into a buffer kept across the chain's batches: a fresh 38 MB batch of KDDCup99
         # rows each round cost its page faults (15 → 10 ms per batch). The rows are valid
         # indices, so mode="clip" (no buffered bounds check) never clips.
@@ -388,9 +388,10 @@ def groups(draws: int, n: int) -> list[tuple[int, int]]:
     return [(start, min(size, draws - start)) for start in range(0, draws, size)]
 
 
-def draw_batch(rng, n, size, sampling):
-    """Sorted row indices of one mini-batch: Poisson (each row kept with probability size/n, n
-    public) or a fixed-size sample without replacement (the code's ``np.random.choice``)."""
+def draw_batch(rng, n, size, sampling, n_public=None):
+    """Sorted row indices of one mini-batch of the n rows: Poisson (each row kept with
+    probability size/n_public: docs/privacy.md#public-n) or a fixed-size sample without
+    replacement (the code's ``np.random.choice``)."""
     if sampling == "poisson":
-        return poisson_batch(rng, n, size / n)
+        return poisson_batch(rng, n, size / (n if n_public is None else n_public))
     return np.sort(rng.choice(n, size=size, replace=False))
