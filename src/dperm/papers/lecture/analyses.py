@@ -138,13 +138,13 @@ def claims(lab: pd.DataFrame, sigmas: pd.DataFrame, accuracy: pd.DataFrame, sgdm
            slopes: pd.DataFrame) -> pd.DataFrame:
     """The notes' claims, each with what we measured and a verdict."""
     rows = []
-    adv = lab["advanced/moments32"]
+    adv, sig = lab["advanced/moments32"], sigmas["advanced/moments32"]
     factor = lab["sqrt_ln_T_over_delta"]
     rows.append({
         "claim": "The moments accountant saves a √log(T/δ)-type factor over advanced composition (§15.4)",
         "measured": (f"ε ratio advanced/moments(≤32) {adv.min():.2f}–{adv.max():.2f} at T ∈ "
                      f"{sorted(set(lab['steps']))}; √ln(T/δ) {factor.min():.2f}–{factor.max():.2f}; σ ratio for a "
-                     f"target (ε, δ) {sigmas['advanced/moments32'].min():.2f}–{sigmas['advanced/moments32'].max():.2f}"),
+                     f"target (ε, δ) {sig.min():.2f}–{sig.max():.2f}"),
         "verdict": "supported" if (adv > 1).all() else "not supported"})
     further = (lab["moments32/rdp"] >= 1 - 1e-9) & (lab["rdp/pld"] >= 1 - 1e-9)
     rows.append({
