@@ -46,7 +46,7 @@ def dp_gd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: flo
     return gd_sigma_accountant(epsilon, delta, steps, n, lipschitz, accountant)
 
 
-@register("dp-gd-lecture", description="projected noisy full-batch GD of the lecture notes (Lemma 15.1), "
+@register("dp-gd-lecture", description="projected noisy full-batch GD of Wang's notes (Lemma 15.1), "
                                        "replace-one; notes, RDP or PLD calibration",
           audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, hyper={"steps": 5, "learning_rate": 1.0},
                              runs=2000))

@@ -64,7 +64,7 @@ def dp_sgd_lecture_sigma(epsilon: float, delta: float, steps: int, n: int, lipsc
     return sgd_sigma_rdp(epsilon, delta, steps, n, lipschitz)
 
 
-@register("dp-sgd-lecture", description="projected noisy one-example SGD of the lecture notes (Lemma 15.5), "
+@register("dp-sgd-lecture", description="projected noisy one-example SGD of Wang's notes (Lemma 15.5), "
                                         "replace-one; notes or RDP calibration",
           audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5,
                              hyper={"steps": 100, "step_size": "constant", "learning_rate": 0.5}, runs=2000))
