@@ -78,8 +78,8 @@ def _lab(args) -> None:
         f"{spec['delta']:g}) at sampling rate q over T steps; ratios of σ between accountants (noise std, and so "
         "the gradient noise, scales with σ).", args.quick))
     caption = ("ε against T (log–log) of the Poisson-subsampled Gaussian under each accountant at δ = "
-               f"{spec['delta']:g}. Advanced composition grows fastest (like √T·√ln(T/δ) while the per-step ε is small, "
-               "linearly in T beyond); the moments accountant like √T; "
+               f"{spec['delta']:g}. Advanced composition grows fastest (like √T·√ln(T/δ) while the per-step ε is "
+               "small, linearly in T beyond); the moments accountant like √T; "
                "orders ≤ 32 floor ε at ln(1/δ)/32 for small T; RDP (all orders, improved conversion) and PLD are "
                "tighter still.")
     lab_figure(curves, args.png, args.pdf, title=_title("The accounting lab: ε(T) per accountant", args.quick),
