@@ -33,13 +33,15 @@ therefore registered as a reference variant that is DP as implemented on that gr
 σ = 4 (std σC on G), C = 4, T ∈ {1, 100, 1000, 10000, 20000} (``steps``), η = 0.05, q = b/n.
 Adjacency: add/remove. Correct variant: Poisson sampling at rate q (each row independently; G is
 divided by the expected lot size qn = b), for which the sampled-Gaussian RDP analysis is exact;
-ε from the RDP accountant (:func:`epsilon_sampled_gaussian`, orders up to 1024, improved
-conversion). ``sgd-ma-reference`` samples b rows without replacement as the code does and reports
+ε from the ``accountant`` hyper-parameter: ``"rdp"`` (default; :func:`epsilon_sampled_gaussian`,
+orders up to 1024, improved conversion) or ``"pld"`` (dp-accounting's privacy loss distribution,
+tighter; :func:`.dp_sgd.sampled_gaussian_epsilon`, docs/privacy.md#tight-accounting).
+``sgd-ma-reference`` samples b rows without replacement as the code does and reports
 the moments-accountant ε with orders 1..32 evaluated at order 32 only
 (docs/deviations.md#moments-order-32). Its ε is not a proven bound for that sampling: with a fixed
 batch size, an added row displaces another, so G moves by up to 2C, not the C of the Poisson
 analysis (docs/privacy.md#moments-accountant). Both variants report both numbers in ``extra``
-(``epsilon_rdp``, ``epsilon_moments_ref``).
+(``epsilon_rdp``, ``epsilon_moments_ref``), and ``epsilon_pld`` with ``accountant="pld"``.
 
 Execution: the ``draws`` chains run in lockstep through :func:`._batched_sgd.run_noisy_sgd`
 (one vectorised step for all draws, each draw with its own batches and noise from its own
@@ -72,6 +74,7 @@ from ..privacy.validation import check_real
 from ._batched_sgd import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .audit_cases import canary_audit, displaced_row_audit
 from .base import FitResult, Privacy, draw_rngs
+from .dp_sgd import ACCOUNTANTS, sampled_gaussian_epsilon
 from .privgene import round_half_up
 from .registry import register, register_variant
 
@@ -227,13 +230,15 @@ def sgd_ma_epsilons(q: float, noise_multiplier: float, steps: int, delta: float)
 
 
 def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplier, batch_size, clip,
-                learning_rate, reference, snapshots=()):
+                learning_rate, reference, snapshots=(), accountant="rdp"):
     delta = float(privacy.delta)
     if not delta > 0:
         raise ValueError(f"sgd-ma needs delta > 0 to report an epsilon; got delta={privacy.delta!r}")
     if not (isinstance(steps, (int, np.integer)) and steps >= 1):
         raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
     check_real(noise_multiplier, "noise_multiplier", low=0.0)
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {sorted(ACCOUNTANTS)}; got accountant={accountant!r}")
     n = problem.n
     b = _check_common(problem, batch_size, clip, learning_rate)
     q = b / problem.n_public
@@ -244,9 +249,11 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
 
     def release(t, part, seconds_per_draw=None):
         eps = sgd_ma_epsilons(q, noise_multiplier, t, delta)
-        spent = eps["epsilon_moments_ref"] if reference else eps["epsilon_rdp"]
+        if accountant == "pld":
+            eps["epsilon_pld"] = sampled_gaussian_epsilon(noise_multiplier, delta, q, t, "pld")
+        spent = eps["epsilon_moments_ref"] if reference else eps[f"epsilon_{accountant}"]
         accounting = ("moments accountant, orders 1..32 read at order 32 (the DP-AGD code)" if reference
-                      else "RDP of the Poisson-subsampled Gaussian, improved conversion")
+                      else ACCOUNTANTS[accountant])
         return FitResult(weights=part.weights, epsilon_spent=spent, delta_spent=delta, adjacency="add-remove",
                          accounting=accounting,
                          grad_evals=part.grad_evals(n), iterations=t, seconds_per_draw=seconds_per_draw,
@@ -263,18 +270,18 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
 @register("sgd-ma", switches={"reference": False}, depends_on_epsilon=False,
           audit=canary_audit("add-remove", delta=1e-5, runs=20_000,
                              hyper={"steps": 5, "noise_multiplier": 2.0, "batch_size": 25}),
-          description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP accountant")
+          description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP or PLD accountant")
 def fit_sgd_ma(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 1000,
                noise_multiplier: float = 4.0, batch_size: int | None = None, clip: float = 4.0,
-               learning_rate: float = 0.05, snapshots=(), reference: bool = False):
+               learning_rate: float = 0.05, snapshots=(), accountant: str = "rdp", reference: bool = False):
     """SGD-MA; ``reference`` (fixed by the registration) samples and accounts as the code does."""
     return _fit_sgd_ma(problem, privacy, rng, draws, steps=steps, noise_multiplier=noise_multiplier,
                        batch_size=batch_size, clip=clip, learning_rate=learning_rate, reference=reference,
-                       snapshots=snapshots)
+                       snapshots=snapshots, accountant=accountant)
 
 
 register_variant(
-    "sgd-ma-reference", of="sgd-ma", switches={"reference": True}, dp_as_implemented=False,
+    "sgd-ma-reference", of="sgd-ma", switches={"reference": True}, drop=("accountant",), dp_as_implemented=False,
     # One step, all n public rows per batch (q = 1), sigma = 5: the order-32 moments accountant
     # claims epsilon = 1.02 at delta = 1e-5, while a displaced row makes the step about 1.55-DP.
     audit=displaced_row_audit(epsilon=1.0, hyper={"steps": 1, "noise_multiplier": 5.0, "batch_size": 40,

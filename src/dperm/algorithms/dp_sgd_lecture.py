@@ -1,0 +1,88 @@
+"""DP-SGD with one example per step, as taught in Wang's lecture notes (Lecture 15, Algorithm 3).
+
+θ_t = Π_C(θ_{t−1} − η_t(∇ℓ(θ_{t−1}; x_i) + λθ_{t−1} + N(0, σ²I))), i uniform on {1..n} afresh at
+every step, θ_0 = 0, t = 1..T, C = {‖θ‖ ≤ R}; output θ_T or the average (``output``); per-example
+gradients clipped to L (``clip``), λ = ``problem.l2`` outside the noise. T = n² by default (the
+notes' choice for their rates); ``steps`` sets T, or ``steps_rule="condition"`` takes the smallest T
+that the notes' condition allows (below), at least one pass (n steps). Step sizes as
+:mod:`.dp_gd_lecture` (``convex``: η_t = ‖C‖/(G√t), Lemma 15.6; ``strongly-convex``: η_t = 1/(λt),
+Lemma 15.7).
+
+**Theorem (Lemma 15.5).** If ℓ(·, x, y) is L-Lipschitz, Algorithm 3 is (ε, δ)-DP for
+σ² = 64 L² T ln(2/δ) ln(2.5T/(δn))/(n²ε²). Adjacency: replace-one; the sampled gradient moves by at
+most 2L. Proof: the per-step budget (ε', δ') = (ε/(2√(2T ln(2/δ))), δ/(2T)) of advanced composition
+(Lemma 15.2), reached by amplification by sampling one row of n (Lemma 15.4, read linearly:
+ε' = ε_b/n, δ' = δ_b/n) from a classical Gaussian at (ε_b, δ_b) (Lemma 15.3). Utility: with T = n²,
+Õ(√d/(nε)) (convex) and Õ(d/(n²ε²)) (strongly convex).
+
+**Where the notes' argument needs care** (docs/privacy.md#gaussian-range): Lemma 15.3 holds for
+ε_b = n·ε' < 1 only, i.e. T > n²ε²/(8 ln(2/δ)); a fit outside it is refused with the smallest T that
+works. The linear reading of Lemma 15.4 is an approximation from below (ln(1 + (e^{ε_b} − 1)/n) is
+larger than ε_b/n by up to a factor e − 1 at ε_b = 1); the fit runs the valid chain forwards on
+its σ (exact amplification, advanced composition with the actual per-step ε) and refuses a σ it
+does not certify; ``extra["certified_epsilon"]`` records that chain's ε (the split's slack absorbs
+the factor on every practical grid).
+
+Accounting (``accountant``): ``"notes"`` (default) as above; ``"rdp"``: the same sampler's RDP under
+replace-one (Wang, Balle & Kasiviswanathan 2019, dp-accounting), needing no ε_b < 1 condition.
+No PLD is offered: dp-accounting has none for sampling without replacement under replace-one,
+and its replace-one Poisson pair does not bound this sampler (docs/privacy.md#tight-accounting).
+"""
+
+from __future__ import annotations
+
+from ._lecture import check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
+from .audit_cases import canary_audit
+from .base import FitResult, Privacy, draw_rngs
+from .registry import register
+
+ACCOUNTING = {
+    "notes": "advanced composition + amplification by sampling + classical Gaussian (Lemma 15.5 of the notes)",
+    "rdp": "RDP of one row sampled without replacement, replace-one (dp-accounting), improved conversion",
+}
+STEPS_RULES = ("n2", "condition")
+
+
+def dp_sgd_lecture_steps(epsilon: float, delta: float, n: int, steps: int | None, steps_rule: str) -> int:
+    """T: ``steps`` if given, else n² (``"n2"``) or max(n, the smallest T the notes' condition allows)."""
+    if steps is not None:
+        if not (isinstance(steps, int) and steps >= 1):
+            raise ValueError(f"steps must be a positive integer or None; got steps={steps!r}")
+        return steps
+    if steps_rule not in STEPS_RULES:
+        raise ValueError(f"steps_rule must be one of {STEPS_RULES}; got steps_rule={steps_rule!r}")
+    return n * n if steps_rule == "n2" else max(n, sgd_min_steps(epsilon, delta, n))
+
+
+def dp_sgd_lecture_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: float, accountant: str) -> dict:
+    """σ of the notes' DP-SGD (noise std on the sampled gradient) by ``accountant``, with its inputs."""
+    if accountant not in ACCOUNTING:
+        raise ValueError(f"accountant must be one of {sorted(ACCOUNTING)} (no PLD for this sampler, see the module "
+                         f"docstring); got accountant={accountant!r}")
+    if accountant == "notes":
+        return sgd_sigma_notes(epsilon, delta, steps, n, lipschitz)
+    return sgd_sigma_rdp(epsilon, delta, steps, n, lipschitz)
+
+
+@register("dp-sgd-lecture", description="projected noisy one-example SGD of Wang's notes (Lemma 15.5), "
+                                        "replace-one; notes or RDP calibration",
+          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5,
+                             hyper={"steps": 100, "step_size": "constant", "learning_rate": 0.5}, runs=2000))
+def fit_dp_sgd_lecture(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int | None = None,
+                       steps_rule: str = "n2", learning_rate: float = 0.1, clip: float = 1.0,
+                       radius: float | None = 1.0, step_size: str = "convex", output: str = "last",
+                       accountant: str = "notes"):
+    if not privacy.is_private or not privacy.delta > 0:
+        raise ValueError(f"dp-sgd-lecture needs a finite epsilon and delta > 0; got epsilon={privacy.epsilon!r}, "
+                         f"delta={privacy.delta!r}")
+    if not clip > 0:
+        raise ValueError(f"clip must be > 0; got clip={clip!r}")
+    check_schedule(step_size, output, radius, problem.l2, learning_rate)
+    eps, delta, n = float(privacy.epsilon), float(privacy.delta), problem.n
+    T = dp_sgd_lecture_steps(eps, delta, n, steps, steps_rule)
+    cal = dp_sgd_lecture_sigma(eps, delta, T, n, float(clip), accountant)
+    weights = run_projected(problem, draw_rngs(rng, draws), T, batch="one", sigma=cal["sigma"], clip=clip,
+                            mode=step_size, learning_rate=learning_rate, radius=radius, output=output)
+    return FitResult(weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
+                     grad_evals=T / n, iterations=T, accounting=ACCOUNTING[accountant],
+                     extra=dict(cal, steps=T, accountant=accountant))
