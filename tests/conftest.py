@@ -41,3 +41,25 @@ def no_network(monkeypatch):
         raise AssertionError(f"test tried to use the network: {args[:1]}")
 
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
+
+
+def copy_workflow(root: Path) -> None:
+    """A copy of the workflow (Snakefile, rules, profiles, configs, the package) under ``root``,
+    for tests that run Snakemake without touching the checkout's results."""
+    import shutil
+
+    for part in ("Snakefile", "workflow", "profiles", "config"):
+        src = REPO / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / part)
+    shutil.copytree(REPO / "src" / "dperm", root / "src" / "dperm", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def snakemake_env(mirror) -> dict:
+    """The environment a workflow test runs Snakemake in: this interpreter first on PATH, the
+    data mirror, no PYTHONPATH (the workflow puts its own src/ first)."""
+    import sys
+
+    env = {**os.environ, "DPERM_DATA_MIRROR": str(mirror),
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    env.pop("PYTHONPATH", None)
+    return env

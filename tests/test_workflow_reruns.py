@@ -4,15 +4,13 @@ tiny paper in a copy of the workflow, then one dry run per kind of edit."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import copy_workflow, snakemake_env
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +34,10 @@ CONFIG = {"data": {"download": "never", "timeout": 60}, "datasets": ["bank-dpagd
 def workflow(tmp_path_factory, mirror):
     """A copy of the workflow with the tiny paper, run once for real."""
     root = tmp_path_factory.mktemp("workflow")
-    for part in ("Snakefile", "workflow", "profiles", "config"):
-        src = REPO / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / part)
-    shutil.copytree(REPO / "src" / "dperm", root / "src" / "dperm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_workflow(root)
     (root / "papers").mkdir()
     write(root, PAPER, CONFIG)
-    env = {**os.environ, "DPERM_DATA_MIRROR": str(mirror),
-           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
-    env.pop("PYTHONPATH", None)
+    env = snakemake_env(mirror)
     run = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "demo", "--configfile", "test.yaml"],
                          cwd=root, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -1,0 +1,160 @@
+"""Faults a user meets, each tested end to end in a copy of the workflow:
+
+* every bad configuration value fails when Snakemake builds the DAG, before any job runs, with
+  one message naming the file or key, the value and what is allowed (no schema dump, no Python
+  traceback);
+* a run stopped by a signal midway and run again gives the outputs an uninterrupted run gives
+  (every column but the timings).
+
+A corrupted or truncated mirror file is tested in tests/test_datasets_fetch.py."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import copy_workflow, snakemake_env
+
+pytestmark = pytest.mark.slow
+
+PAPER = {
+    "paper": "demo", "title": "fault probe",
+    "models": {"lr": {"loss": "logistic", "l2": 0.001}},
+    "algorithms": {"nonprivate": {}, "majority": {}, "dp-sgd": {"epochs": 1, "batch_size": 256}},
+    "experiments": {"demo": {"title": "probe", "datasets": ["bank-dpagd"], "models": ["lr"],
+                             "algorithms": ["nonprivate", "majority", "dp-sgd"], "epsilons": [0.5, 1.0],
+                             "delta": 1e-8, "protocol": {"kind": "kfold", "folds": 2, "repeats": 1, "draws": 2}}},
+    "optimum": {"solve": False},
+    "figures": {"demo": {"kind": "epsilon", "experiment": "demo", "model": "lr", "title": "probe"}},
+}
+CONFIG = {"data": {"download": "never"}, "datasets": ["bank-dpagd"], "profiles": {"default": {}}, "seed": 3,
+          "papers": ["demo"], "paper_dir": "papers"}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = tmp_path_factory.mktemp("faults")
+    copy_workflow(path)
+    (path / "papers").mkdir()
+    return path
+
+
+def write(root, paper, config):
+    (root / "papers" / "demo.yaml").write_text(yaml.safe_dump(paper))
+    (root / "test.yaml").write_text(yaml.safe_dump(config))
+
+
+def dry_run(root, mirror, paper=PAPER, config=CONFIG, target="demo"):
+    write(root, paper, config)
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", target, "--configfile", "test.yaml"],
+                         cwd=root, env=snakemake_env(mirror), capture_output=True, text=True)
+    return out.returncode, out.stdout + out.stderr
+
+
+def edited_paper(edit):
+    paper = copy.deepcopy(PAPER)
+    edit(paper)
+    return paper
+
+
+EXP = "experiments.demo"
+PAPER_FAULTS = [
+    ("unknown dataset", lambda p: p["experiments"]["demo"]["datasets"].append("mnist"),
+     [f"{EXP}.datasets[1]", "'mnist' is not allowed; allowed: ['adult', 'bank'"]),
+    ("unknown algorithm", lambda p: p["algorithms"].update({"dp-sdg": {}}),
+     ["algorithms.dp-sdg", "unknown algorithm 'dp-sdg'; known algorithms:"]),
+    ("unknown hyper-parameter", lambda p: p["algorithms"]["dp-sgd"].update(lr=0.1),
+     ["algorithms.dp-sgd", "unknown hyper-parameter(s) ['lr'] for algorithm 'dp-sgd'; allowed:"]),
+    ("epsilon not positive", lambda p: p["experiments"]["demo"].update(epsilons=[0.5, 0]),
+     [f"{EXP}.epsilons[1]", "0", "less than or equal to the minimum of 0"]),
+    ("delta out of range", lambda p: p["experiments"]["demo"].update(delta=1.5),
+     [f"{EXP}.delta", "1.5", "greater than or equal to the maximum of 1"]),
+    ("the same epsilon twice", lambda p: p["experiments"]["demo"].update(epsilons=[2, 2.0]),
+     [f"{EXP}.epsilons", "name the same setting twice (['2'])", "count the same fits twice"]),
+    ("unknown algorithm in a figure", lambda p: p["figures"]["demo"].update(algorithms=["dp-sgd", "dp-agd"]),
+     ["figures.demo.algorithms", "['dp-agd'] are not run by experiment 'demo'", "available:"]),
+    ("unknown experiment in a figure", lambda p: p["figures"]["demo"].update(experiment="demos"),
+     ["figures.demo.experiment", "unknown experiment 'demos'; defined: ['demo']"]),
+    ("a private algorithm without epsilons", lambda p: p["experiments"]["demo"].update(epsilons=[]),
+     [EXP, "algorithm 'dp-sgd' is private but the experiment gives it no epsilons"]),
+    ("a hyper-parameter of the wrong type", lambda p: p["algorithms"]["dp-sgd"].update(learning_rate="fast"),
+     ["algorithms.dp-sgd", "hyper-parameter 'learning_rate' of algorithm 'dp-sgd' must be number; got 'fast'"]),
+    ("a one-key typo", lambda p: p["experiments"]["demo"].update(epsilon=[1.0]),
+     ["papers/demo.yaml", f"{EXP}: unknown key(s) ['epsilon']; allowed keys:"]),
+]
+
+
+@pytest.mark.parametrize("name, edit, fragments", PAPER_FAULTS, ids=[f[0] for f in PAPER_FAULTS])
+def test_a_bad_paper_config_fails_at_dag_time_with_one_message(root, mirror, name, edit, fragments):
+    code, text = dry_run(root, mirror, paper=edited_paper(edit))
+    assert code != 0, text[-2000:]
+    for fragment in fragments:
+        assert fragment in text, (fragment, text[-2000:])
+    assert "Traceback (most recent call last)" not in text
+    assert "Job stats" not in text  # nothing was planned, let alone run
+    assert len(text.splitlines()) < 20  # one message, not a schema dump
+
+
+@pytest.mark.parametrize("edit, fragments", [
+    (lambda c: c.update(papers=["demoo"]), ["papers: ['demoo'] have no plugin", "known papers: ["]),
+    (lambda c: c.update(colour="red"), ["test.yaml", "(top level): unknown key(s) ['colour']; allowed keys:"]),
+    (lambda c: c["data"].update(download="sometimes"), ["data.download: 'sometimes' is not allowed"]),
+])
+def test_a_bad_global_config_fails_at_dag_time_with_one_message(root, mirror, edit, fragments):
+    config = copy.deepcopy(CONFIG)
+    edit(config)
+    code, text = dry_run(root, mirror, config=config)
+    assert code != 0
+    for fragment in fragments:
+        assert fragment in text, (fragment, text[-2000:])
+    assert "Traceback (most recent call last)" not in text and len(text.splitlines()) < 20
+
+
+def test_a_cell_outside_the_grid_fails_at_dag_time(root, mirror):
+    code, text = dry_run(root, mirror, target="results/runs/demo/demo/bank-dpagd/lr/dp-sgd/eps0.3.csv")
+    assert code != 0
+    assert "is not a cell of the grid" in text and "at ['0.5', '1']" in text
+
+
+def _records(root):
+    frames = {p.relative_to(root): pd.read_csv(p) for p in sorted((root / "results" / "runs").rglob("*.csv"))}
+    return {k: v.drop(columns=["fit_seconds"]) for k, v in frames.items()}
+
+
+def test_a_run_stopped_midway_and_run_again_equals_an_uninterrupted_one(tmp_path, mirror):
+    """SIGINT to Snakemake while jobs run (the user's Ctrl-C); the same command again finishes
+    the work and its records equal an uninterrupted run's in a second copy."""
+    paper = edited_paper(lambda p: p["algorithms"]["dp-sgd"].update(epochs=3))
+    runs = {}
+    for name in ("stopped", "whole"):
+        root = tmp_path / name
+        root.mkdir()
+        copy_workflow(root)
+        (root / "papers").mkdir()
+        write(root, paper, CONFIG)
+        command = [sys.executable, "-m", "snakemake", "--cores", "2", "demo", "--configfile", "test.yaml"]
+        env = snakemake_env(mirror)
+        if name == "stopped":
+            process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.time() + 120
+            while time.time() < deadline and not list((root / "results" / "jobs").rglob("*.csv")):
+                time.sleep(0.2)  # wait until the first job has finished: the run is under way
+            assert process.poll() is None, "the run finished before it could be stopped"
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=120)
+            assert process.returncode != 0
+            assert not list((root / "results" / "runs").rglob("*.csv.tmp*"))
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = _records(root)
+    assert runs["stopped"].keys() == runs["whole"].keys() and runs["whole"]
+    for cell, frame in runs["whole"].items():
+        pd.testing.assert_frame_equal(runs["stopped"][cell], frame, obj=str(cell))
