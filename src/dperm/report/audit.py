@@ -41,8 +41,7 @@ def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False) -> p
     y = np.arange(len(table))
     fig, ax = plt.subplots(figsize=(9.5, 0.34 * len(table) + 1.8))
     colours = {"passes": "tab:blue", "caught": "tab:green"}
-    ax.barh(y, table["epsilon_lower"], color=[colours.get(v, "tab:red") for v in table["verdict"]], alpha=0.8,
-            label="ε lower bound (95%)")
+    ax.barh(y, table["epsilon_lower"], color=[colours.get(v, "tab:red") for v in table["verdict"]], alpha=0.8)
     ax.scatter(table["epsilon_claimed"], y, marker="|", s=180, color="black", zorder=3, label="claimed ε")
     ax.set_yticks(y, labels, fontsize=7.5)
     ax.invert_yaxis()
@@ -54,6 +53,7 @@ def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False) -> p
                Patch(color="tab:green", label="not DP: bound > claim (caught)"),
                Patch(color="tab:red", label="failure"), ax.collections[0]]
     ax.legend(handles=handles, loc="lower right", fontsize=7.5)
+    ax.collections[0].set_label(None)  # one legend, in the panel
     title = ("[quick run] " if quick else "") + "Privacy audit: claimed ε against the audit's lower bound"
     caption = with_quick_note("Bars: the 95% lower bound on ε each case found; ticks: the ε the subject claims. "
                               "Blue bars must stay left of their tick, green ones (reference variants that are not "
