@@ -114,3 +114,10 @@ def test_a_diverged_grid_point_ranks_last():
     diverged = pd.DataFrame({"test_loss": [np.inf, 0.1], "accuracy": [0.9, 0.9]})
     assert _score([good], "validation-loss")[0] < _score([diverged], "validation-loss")[0] == np.inf
     assert _score([diverged], "accuracy")[0] < _score([good], "accuracy")[0]
+
+
+def test_a_zero_at_the_bottom_of_a_non_negative_grid_is_flagged_as_the_natural_bound():
+    from dperm.tuning import grid_edges
+
+    assert grid_edges({"l2": [0.0, 1e-5, 1e-3]}, {"l2": 0.0}) == "l2=0.0 (smallest, 0: no smaller value exists)"
+    assert grid_edges({"shift": [-1.0, 0.0, 1.0]}, {"shift": -1.0}) == "shift=-1.0 (smallest)"

@@ -127,7 +127,9 @@ def grid_edges(grid: dict, point: dict) -> str:
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
         low, high = (min(values), max(values)) if numeric else (values[0], values[-1])
         if value == low:
-            out.append(f"{name}={value} ({'smallest' if numeric else 'first'})")
+            bound = numeric and value == 0 and low >= 0  # nothing below 0 for a non-negative grid
+            out.append(f"{name}={value} ({'smallest' if numeric else 'first'}"
+                       f"{', 0: no smaller value exists' if bound else ''})")
         elif value == high:
             out.append(f"{name}={value} ({'largest' if numeric else 'last'})")
     return "; ".join(out)
