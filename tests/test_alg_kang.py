@@ -10,9 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from dperm.algorithms import Privacy, get_algorithm
+from dperm.algorithms import Privacy, dp_sgd, get_algorithm, outpert_sgd, pidp_sgd
 from dperm.algorithms import _smoothing as smoothing
-from dperm.algorithms import dp_sgd, outpert_sgd, pidp_sgd
 from dperm.algorithms.dp_gd_filter import filter_calibration, run_filter
 from dperm.losses import MLP, Logistic
 from dperm.privacy import audit_outputs, epsilon_sampled_gaussian

@@ -3,9 +3,7 @@
 # the paper target (kang).
 KANG_CODE = source_fingerprint("papers/kang", "report")
 KANG_PIDP_CELLS = [
-    cell
-    for cell in experiment_cells("kang", "fig")
-    if "/pidp-sgd-reference/" in cell
+    cell for cell in experiment_cells("kang", "fig") if "/pidp-sgd-reference/" in cell
 ]
 
 

@@ -15,7 +15,8 @@ ALMOST_ZERO = 0.01
 
 def _curve(cells, key, metric):
     rows = cells[cells["algorithm"] == key].sort_values("epsilon")
-    return rows["epsilon"].to_numpy(float), rows[f"{metric}_mean"].to_numpy(float), rows[f"{metric}_ci95"].to_numpy(float)
+    return (rows["epsilon"].to_numpy(float), rows[f"{metric}_mean"].to_numpy(float),
+            rows[f"{metric}_ci95"].to_numpy(float))
 
 
 def _best_baseline(cells, eps):
@@ -39,7 +40,8 @@ def claims(summary: pd.DataFrame) -> pd.DataFrame:
             if len(eps) < 2:
                 continue
             rho = stats.spearmanr(eps, acc)[0] if np.ptp(acc) > 0 else 0.0
-            up = acc[-1] - acc[0] > (half[-1] if np.isfinite(half[-1]) else 0) + (half[0] if np.isfinite(half[0]) else 0)
+            halves = np.nan_to_num(half[[0, -1]])
+            up = acc[-1] - acc[0] > halves.sum()
             ok = bool(rho > 0 and up)
             rises_all &= ok
             parts.append(f"{key}: {acc[0]:.3f} -> {acc[-1]:.3f} (Spearman {rho:.2f}){'' if ok else ' NO'}")
