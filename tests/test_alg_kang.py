@@ -177,14 +177,18 @@ def test_influence_matches_exact_leave_one_out_retraining():
 
 def test_mlp_output_layer_influence_is_the_exact_block_solve_and_close_to_the_full_one():
     """The MLP's output-layer influence equals H_out⁻¹g_out/n exactly (a GLM in the hidden
-    features); against the full-Hessian solve on a small network it keeps the direction."""
+    features); against the output block of the full-Hessian solve on a small trained network
+    (25 parameters, XOR-like data, accuracy ≈ 0.86) it keeps the direction (median cosine
+    ≈ 0.92) but not the size (median relative error ≈ 0.5), and it ignores the hidden-layer
+    coordinates (docs/deviations.md#pidp-unknowns)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4)) / 2
-    y = (X[:, 0] * X[:, 1] + 0.2 * rng.normal(size=300) > 0).astype(float)
-    prob = Problem(X, y, MLP(hidden=4), 0.05)
+    y = (X[:, 0] * X[:, 1] + 0.05 * rng.normal(size=300) > 0).astype(float)
+    prob = Problem(X, y, MLP(hidden=4), 0.01)
     from dperm import solvers
 
-    theta = solvers.lbfgs(prob, prob.loss.init(rng, 4), gtol=1e-8, max_iter=300, polish=False).x
+    theta = solvers.lbfgs(prob, prob.loss.init(rng, 4), gtol=1e-8, max_iter=500, polish=False).x
+    assert prob.loss.accuracy(theta, X, y) > 0.8  # a trained network, not the trivial one
     shift = 1e-2
     model = pidp_sgd._MLPModel(prob, shift)
     hinv = model.round_start(theta[None])
@@ -201,7 +205,7 @@ def test_mlp_output_layer_influence_is_the_exact_block_solve_and_close_to_the_fu
         np.testing.assert_allclose(c[0], block, rtol=1e-8, atol=1e-14)
         full = np.linalg.solve(H, G[z]) / prob.n
         agree.append(np.dot(c[0], full[out]) / (np.linalg.norm(c[0]) * np.linalg.norm(full[out])))
-    assert np.median(agree) > 0.5
+    assert np.median(agree) > 0.8
 
 
 def test_noise_free_test_is_lines_10_and_11_and_simplifies_to_one_threshold():
