@@ -11,6 +11,9 @@ as wide as the input):
 * PIDP-SGD's influence cost: seconds per round for the Hessian (LR: formed and inverted; MLP:
   the output-layer block) and microseconds per step for the influence c = H⁻¹g/n and its test.
 
+Times are CPU seconds of this process (``time.process_time``; one BLAS thread, so about the wall
+time on an idle core, and robust to a machine shared with other jobs).
+
 Data: ``resources/prepared/kddcup99/kang.npz`` (profile kang), first 56,000 rows (one 80%
 training split), else synthetic rows of the same shape. Usage::
 
@@ -70,39 +73,39 @@ def main():
             "pidp-sgd-reference": {"steps": 5000}, "dp-gd-filter": {"steps": 50}}
     for model, loss in (("lr", Logistic()), ("mlp", MLP())):
         prob = Problem(X, y, loss, 0.0)
-        t0 = time.perf_counter()  # θ̃ once (cached per process), timed apart from the runs
+        t0 = time.process_time()  # θ̃ once (cached per process), timed apart from the runs
         pidp_sgd.start_point(prob, start="nonprivate", shift=1e-3, radius=1.0,
                              start_iterations=100 if model == "mlp" else 200)
-        out["pidp_influence"][f"{model}_start_seconds"] = time.perf_counter() - t0
+        out["pidp_influence"][f"{model}_start_seconds"] = time.process_time() - t0
         for name, hyper in runs.items():
             if name == "outpert-sgd" and model == "mlp":
                 continue
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             get_algorithm(name).fit(prob, privacy, np.random.default_rng(0), **hyper)
-            seconds = time.perf_counter() - t0
+            seconds = time.process_time() - t0
             out["per_run"][f"{name}/{model}"] = seconds
-            print(f"{name:20s} {model:4s} {seconds:8.2f} s per run {hyper}", flush=True)
+            print(f"{name:20s} {model:4s} {seconds:8.2f} CPU-s per run {hyper}", flush=True)
         for name in ("pidp-sgd-reference", "dp-gd-filter"):
             spec = get_algorithm(name)
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             spec.fit_settings(prob, [Privacy(e, 1e-5) for e in EPSILONS],
                               [np.random.default_rng(i) for i in range(len(EPSILONS))], **runs[name])
-            seconds = time.perf_counter() - t0
+            seconds = time.process_time() - t0
             out["lockstep"][f"{name}/{model}"] = {"eight_eps_together": seconds,
                                                   "one_eps_alone": out["per_run"][f"{name}/{model}"]}
-            print(f"{name:20s} {model:4s} {seconds:8.2f} s for the 8 epsilons together (lockstep)", flush=True)
+            print(f"{name:20s} {model:4s} {seconds:8.2f} CPU-s for the 8 epsilons together (lockstep)", flush=True)
         engine = pidp_sgd._MLPModel(prob, 1e-3) if model == "mlp" else pidp_sgd._GLMModel(prob, 1e-3)
         theta = np.zeros((1, prob.p)) if model == "lr" else prob.loss.init(np.random.default_rng(0), X.shape[1])[None]
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         hinv = engine.round_start(theta)
-        round_s = time.perf_counter() - t0
+        round_s = time.process_time() - t0
         idx = np.random.default_rng(1).integers(0, prob.n, size=(2000, 1))
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for i in idx:
             engine.influence(hinv, theta, i, 1.0)
-        step_s = time.perf_counter() - t0
+        step_s = time.process_time() - t0
         out["pidp_influence"][model] = {"round_seconds": round_s, "influence_us_per_step": 1e6 * step_s / len(idx)}
-        print(f"pidp influence       {model:4s} {round_s:8.3f} s per round (Hessian), "
+        print(f"pidp influence       {model:4s} {round_s:8.3f} CPU-s per round (Hessian), "
               f"{1e6 * step_s / len(idx):8.1f} us per step", flush=True)
     print(json.dumps(out))
 

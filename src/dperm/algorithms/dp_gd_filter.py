@@ -14,7 +14,7 @@ dropped, for good, before that step (so it is never charged past B). A row whose
 small pays little per step and trains for all T steps; one with large gradients drops out after
 about B steps.
 
-Adjacency: add/remove one row. Accounting (Feldman & Zrnic 2021, Theorem 3.x, the individual
+Adjacency: add/remove one row. Accounting (Feldman & Zrnic 2021, the individual
 Rényi filter): the individual losses are chosen from past releases and the row itself, so the run
 is (α, α·B/(2σ²))-RDP with respect to every row, converted to (ε, δ) at α. σ and α are chosen
 before the run, from public quantities only: σ is the noise multiplier of B full-batch Gaussian

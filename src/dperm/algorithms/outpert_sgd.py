@@ -124,7 +124,8 @@ def _fit_outpert_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, passes: 
         used = "2kL*eta/b" if schedule == "convex" else "sum over passes of the worst position (<= 2L/(gamma m b))"
     else:
         if schedule != "strongly-convex":
-            raise ValueError("outpert-sgd-reference reproduces the strongly convex BoltOn form: it needs l2 > 0")
+            raise ValueError("outpert-sgd-reference reproduces the strongly convex BoltOn form: it needs l2 > 0 "
+                             "(schedule auto or strongly-convex)")
         sensitivity = bolton_reference_sensitivity(L=L, gamma=mu, n=n, batch_size=batch_size)
         used = "2L/(gamma n b) (TensorFlow Privacy BoltOn)"
     kind, scale, noise_notes = theory.noise_calibration(sensitivity, eps, delta, gaussian)
@@ -171,7 +172,7 @@ def fit_outpert_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, passes: i
 
 
 register_variant("outpert-sgd-reference", of="outpert-sgd", switches={"sensitivity_form": "bolton-b"},
-                 defaults={"schedule": "strongly-convex"}, dp_as_implemented=False,
+                 dp_as_implemented=False,
                  audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, l2=0.1, n=500,
                                     name="canary in batches of 25: the b-fold too small sensitivity",
                                     hyper={"passes": 1, "batch_size": 25}),

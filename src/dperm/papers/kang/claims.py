@@ -9,7 +9,8 @@ from scipy import stats
 
 PIDP = "pidp-sgd-reference"
 BASELINES = ["dp-sgd", "outpert-sgd", "dp-lssgd"]
-METHODS = ["dp-sgd", "outpert-sgd", "dp-lssgd", PIDP, "dp-gd-filter"]
+METHODS = ["dp-sgd", "outpert-sgd", "dp-lssgd", PIDP]  # the paper's; dp-gd-filter is ours, shown apart
+EXTRA = ["dp-gd-filter"]
 ALMOST_ZERO = 0.01
 
 
@@ -32,10 +33,10 @@ def claims(summary: pd.DataFrame) -> pd.DataFrame:
     out = []
     panels = list(summary.groupby(["dataset", "model"], sort=False))
     # 1. accuracy rises with epsilon for every method
-    rises_all = True
+    rises_all, rising, failing = True, 0, []
     for (dataset, model), cells in panels:
-        parts = []
-        for key in METHODS:
+        parts, ours = [], []
+        for key in METHODS + EXTRA:
             eps, acc, half = _curve(cells, key, "accuracy")
             if len(eps) < 2:
                 continue
@@ -43,11 +44,18 @@ def claims(summary: pd.DataFrame) -> pd.DataFrame:
             halves = np.nan_to_num(half[[0, -1]])
             up = acc[-1] - acc[0] > halves.sum()
             ok = bool(rho > 0 and up)
+            text = f"{key}: {acc[0]:.3f} -> {acc[-1]:.3f} (Spearman {rho:.2f}){'' if ok else ' NO'}"
+            if key in EXTRA:
+                ours.append(text + " [ours, not judged]")
+                continue
             rises_all &= ok
-            parts.append(f"{key}: {acc[0]:.3f} -> {acc[-1]:.3f} (Spearman {rho:.2f}){'' if ok else ' NO'}")
+            parts.append(text)
+        ok_panel = all(" NO" not in p for p in parts)
+        rising += ok_panel
+        if not ok_panel:
+            failing.append(f"{dataset}/{model}")
         out.append({"claim": "1. accuracy rises with epsilon for every method", "dataset": dataset, "model": model,
-                    "evidence": "; ".join(parts),
-                    "verdict": "supported" if all(" NO" not in p for p in parts) else "not supported"})
+                    "evidence": "; ".join(parts + ours), "verdict": "supported" if ok_panel else "not supported"})
     # 2. PIDP-SGD beats the baselines on most panels, more so as epsilon grows
     wins, growing, n_panels = 0, 0, 0
     small_worse = []
@@ -95,8 +103,10 @@ def claims(summary: pd.DataFrame) -> pd.DataFrame:
                     "evidence": f"at eps={eps[0]:g}: PIDP {acc[0]:.3f} vs best baseline {lo['accuracy_mean']:.3f}",
                     "verdict": "supported" if worse else "not supported"})
     overall = [
-        ("1. accuracy rises with epsilon for every method", "supported" if rises_all else "not supported",
-         "every method on every panel" if rises_all else "fails on the panels marked NO"),
+        ("1. accuracy rises with epsilon for every method",
+         "supported" if rises_all else ("partly" if rising >= len(panels) / 2 else "not supported"),
+         f"every method rises on {rising}/{len(panels)} panels"
+         + (f"; not on {', '.join(failing)} (methods marked NO)" if failing else "")),
         ("2. PIDP-SGD beats the baselines, more so as epsilon grows",
          "supported" if wins > n_panels / 2 and growing > n_panels / 2 else ("partly" if wins > n_panels / 2
                                                                              else "not supported"),
