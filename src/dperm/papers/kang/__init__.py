@@ -30,14 +30,6 @@ CLAIMS_NOTE = ("Claims of Kang et al. (Section 7) tested on our Figure 1 and 2 n
                "larger than the two 95% half-widths together. 'Almost 0' means an optimality gap below 0.01 nats.")
 
 
-def analysis_spec(paper: dict, analysis: str) -> dict:
-    """What one analysis reads from the config: its experiments' epsilons and algorithms."""
-    cfg = paper["analyses"][analysis]
-    exps = {name: {k: paper["experiments"][name][k] for k in ("epsilons", "algorithms", "protocol", "delta")}
-            for name in cfg["experiments"]}
-    return {**cfg, "experiments": exps}
-
-
 def add_cli(sub) -> None:
     p = sub.add_parser("kang", help="Kang et al. (PIDP-SGD): noise-free fraction table and claims")
     verbs = p.add_subparsers(dest="verb", required=True)
