@@ -135,3 +135,30 @@ def test_every_numeric_column_is_its_own_min_max_scaling(mirror, key):
         span = raw.max() - raw.min()
         expected = (raw - raw.min()) / span if span > 0 else np.zeros_like(raw)
         np.testing.assert_allclose(arrays["X"][:, names.index(column.name)], expected, atol=1e-15)
+
+
+def test_subsample_keeps_a_seeded_subset_in_file_order_and_scales_on_it(mirror):
+    record, table = _table(mirror, "bank-dpagd")
+    raw, _ = encode(record, table, {"scale": "none", "bias": 0})
+    sub, info = encode(record, table, {"scale": "none", "bias": 0, "subsample": {"rows": 500, "seed": 1}})
+    again, _ = encode(record, table, {"scale": "none", "bias": 0, "subsample": {"rows": 500, "seed": 1}})
+    other, _ = encode(record, table, {"scale": "none", "bias": 0, "subsample": {"rows": 500, "seed": 2}})
+    assert info["n"] == 500 and info["n_before_subsample"] == len(raw["X"])
+    np.testing.assert_array_equal(sub["X"], again["X"])
+    assert not np.array_equal(sub["X"], other["X"])
+    keep = np.sort(np.random.default_rng(1).choice(len(raw["X"]), size=500, replace=False))
+    np.testing.assert_array_equal(sub["X"], raw["X"][keep])  # the seeded rows, in file order
+    np.testing.assert_array_equal(sub["y01"], raw["y01"][keep])
+    scaled, _ = encode(record, table, {"bias": 0, "subsample": {"rows": 500, "seed": 1}})
+    numeric = [i for i, name in enumerate(scaled["columns"]) if "=" not in name]
+    assert np.all(scaled["X"][:, numeric].max(axis=0) <= 1.0)
+    np.testing.assert_allclose(scaled["X"][:, numeric].max(axis=0)[np.ptp(sub["X"][:, numeric], axis=0) > 0], 1.0)
+    with pytest.raises(ValueError, match=r"subsample rows=10000000 but only"):
+        encode(record, table, {"subsample": {"rows": 10_000_000, "seed": 1}})
+
+
+@pytest.mark.parametrize("value", [{"rows": 0, "seed": 1}, {"rows": 10}, {"rows": 10, "seed": -1},
+                                   {"rows": 1.5, "seed": 1}, {"rows": 10, "seed": 1, "extra": 2}, 100])
+def test_bad_subsample_is_refused(value):
+    with pytest.raises(ValueError, match=r"subsample=.*allowed: null or"):
+        resolve_profile(registry.get("wine"), {"subsample": value})

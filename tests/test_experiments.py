@@ -126,14 +126,37 @@ def test_dataset_models_narrow_the_models_per_dataset(tmp_path):
         _load(tmp_path, config)
 
 
+def test_algorithm_models_narrow_the_models_per_algorithm(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["models"]["mlp"] = {"loss": "mlp"}
+    exp = config["experiments"]["e"]
+    exp.update(models=["lr", "mlp"], algorithms=["nonprivate", "dp-sgd"], per_dataset={},
+               algorithm_models={"nonprivate": ["lr"]})
+    paper = _load(tmp_path, config)
+    assert {(j.model, j.algorithm) for j in ex.jobs(paper)} == {("lr", "nonprivate"), ("lr", "dp-sgd"),
+                                                                 ("mlp", "dp-sgd")}
+    exp["algorithm_models"] = {"nonprivate": ["svm"]}
+    with pytest.raises(ValueError, match="algorithm_models"):
+        _load(tmp_path, config)
+
+
 def test_optima_are_solved_unless_the_paper_turns_them_off(tmp_path):
     import copy
 
     config = copy.deepcopy(BASE)
     config["models"]["mlp"] = {"loss": "mlp", "l2": 0.0}
     paper = _load(tmp_path, config)
-    assert paper["optimum"] == {"solve": True, "unregularised": True}  # schema defaults
+    assert paper["optimum"] == {"solve": True, "unregularised": True, "multistart": 0,
+                                "multistart_iterations": 200}  # schema defaults
     assert ex.solves_optimum(paper, "lr") and not ex.solves_optimum(paper, "mlp")
+    config["optimum"] = {"multistart": 3, "multistart_iterations": 50}  # non-convex: multi-start solves
+    multi = _load(tmp_path, config)
+    assert ex.solves_optimum(multi, "mlp")
+    spec = ex.optimum_spec(multi, "e", "wine", "mlp", "default", 0.0, 0)
+    assert spec["multistart"] == {"starts": 3, "iterations": 50}
+    assert "multistart" not in ex.optimum_spec(multi, "e", "wine", "lr", "default", 0.01, 0)
     config["optimum"] = {"solve": False}
     assert not ex.solves_optimum(_load(tmp_path, config), "lr")
     lee = ex.load_paper(REPO / "config" / "papers" / "lee2018.yaml")

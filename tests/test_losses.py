@@ -392,3 +392,27 @@ def test_problem_multiplies_by_a_shared_csr_copy_only_where_it_pays(monkeypatch)
     assert problem_module.sparse_rows(Xd) is None
     mlp = Problem(X, (y > 0).astype(float), MLP(), l2=0.1)
     assert mlp._products(mlp.loss.init(np.random.default_rng(0), X.shape[1])) is mlp.X
+
+
+def test_mlp_row_weights_see_each_rows_gradient_norm_and_weight_its_clipped_gradient():
+    """The MLP's ``row_weights`` hook (per-example decisions in the same pass, DP-GD with
+    individual filters): called with ‖∇ℓ_i‖ per draw and row, its multipliers scale the clipped
+    gradients; several chunks and draws included."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(37, 5)), (rng.random(37) > 0.5).astype(float)
+    loss = MLP(hidden=3, chunk_elements=30)  # forces several row chunks
+    W = loss.init(rng, 5, draws=2)
+    G = loss.per_example_grad(W, X, y)  # (2, 37, P)
+    norms = np.linalg.norm(G, axis=2)
+    mult = rng.random((2, 37))
+    seen = np.zeros((2, 37))
+
+    def weights(rows, norm):
+        seen[:, rows] = norm
+        return mult[:, rows]
+
+    clip = 0.3
+    got = loss.clipped_grad_sum(W, X, y, clip, row_weights=weights)
+    np.testing.assert_allclose(seen, norms, rtol=1e-10)
+    expected = np.einsum("kn,knp->kp", mult * np.minimum(1.0, clip / norms), G)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-13)

@@ -178,6 +178,10 @@ def _check_experiment(paper: dict, name: str, exp: dict, where: str) -> None:
         if dataset not in exp["datasets"] or not set(models) <= set(exp["models"]):
             _fail(f"{where}.dataset_models.{dataset}", f"must name one of the experiment's datasets "
                                                        f"{exp['datasets']} and a subset of its models {exp['models']}")
+    for key, models in exp.get("algorithm_models", {}).items():
+        if key not in exp["algorithms"] or not set(models) <= set(exp["models"]):
+            _fail(f"{where}.algorithm_models.{key}", f"must name one of the experiment's algorithms "
+                                                     f"{exp['algorithms']} and a subset of its models {exp['models']}")
     _unique_settings(exp["epsilons"], f"{where}.epsilons", "epsilons")
     for key, values in exp["epsilons_by_algorithm"].items():
         if key not in exp["algorithms"]:
@@ -291,16 +295,24 @@ def experiment_models(exp: dict, dataset: str) -> list[str]:
     return exp.get("dataset_models", {}).get(dataset, exp["models"])
 
 
+def runs_on(exp: dict, key: str, model: str) -> bool:
+    """Whether the experiment's algorithm ``key`` (a paper key, not a sweep key) fits ``model``
+    (``algorithm_models`` narrows an algorithm to some models, e.g. a convex-only mechanism)."""
+    return model in exp.get("algorithm_models", {}).get(key, [model])
+
+
 def jobs(paper: dict, experiments=None) -> list[Job]:
     """Every job of the named experiments (all when None), in the config's order."""
     out = []
     for name, exp in paper["experiments"].items():
         if experiments is not None and name not in experiments:
             continue
-        keys = list(sweep_lookup(exp)) or exp["algorithms"]
+        lookup = sweep_lookup(exp)
+        keys = list(lookup) or exp["algorithms"]
         for dataset in exp["datasets"]:
             for model in experiment_models(exp, dataset):
-                out += [Job(paper["paper"], name, dataset, model, key) for key in keys]
+                out += [Job(paper["paper"], name, dataset, model, key) for key in keys
+                        if runs_on(exp, lookup.get(key, (key, None))[0], model)]
     return out
 
 
@@ -458,9 +470,11 @@ def optimum_path(spec: dict) -> str:
 
 
 def solves_optimum(paper: dict, model: str) -> bool:
-    """Whether a cell of ``model`` is compared with the certified optima of its splits: convex
-    models only, and not in papers that turn optima off (``optimum: {solve: false}``)."""
-    return paper["models"][model]["loss"] != "mlp" and paper["optimum"]["solve"]
+    """Whether a cell of ``model`` is compared with the optima of its splits: convex models (a
+    certified optimum), non-convex ones only when the paper asks for multi-start solves
+    (``optimum: {multistart: k}``), and never in papers that turn optima off (``solve: false``)."""
+    convex = paper["models"][model]["loss"] != "mlp"
+    return paper["optimum"]["solve"] and (convex or paper["optimum"].get("multistart", 0) > 0)
 
 
 def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile: str, l2: float,
@@ -473,6 +487,9 @@ def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile
             "protocol": copy.deepcopy(paper["experiments"][experiment]["protocol"]), "seed": int(seed)}
     if not paper["optimum"]["unregularised"]:
         spec["unregularised"] = False
+    if paper["models"][model]["loss"] == "mlp" and paper["optimum"].get("multistart", 0) > 0:
+        spec["multistart"] = {"starts": int(paper["optimum"]["multistart"]),
+                              "iterations": int(paper["optimum"].get("multistart_iterations", 200))}
     return spec
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .experiments import experiment_models, experiment_profile, registered_name
+from .experiments import experiment_models, experiment_profile, registered_name, runs_on
 from .protocol import format_epsilon, run_cell
 
 
@@ -45,7 +45,8 @@ def tuning_spec(paper: dict, dataset: str) -> dict:
     """The part of a paper config the tuning of ``dataset`` reads: the tuning section, the tuned
     experiments, the models and the algorithms (a paper-shaped dict :func:`tune` accepts)."""
     tuning = paper["tuning"]
-    read = ("datasets", "models", "dataset_models", "algorithms", "delta", "profile", "model_overrides")
+    read = ("datasets", "models", "dataset_models", "algorithm_models", "algorithms", "delta", "profile",
+            "model_overrides")
     experiments = {name: {k: copy.deepcopy(v) for k, v in paper["experiments"][name].items() if k in read}
                    for name in tuning["experiments"]}
     return {"paper": paper["paper"], "tuning": copy.deepcopy(tuning), "models": copy.deepcopy(paper["models"]),
@@ -74,6 +75,7 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
 def runs_with(paper: dict, key: str, dataset: str, model: str) -> bool:
     """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments."""
     return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in experiment_models(exp, dataset)
+               and runs_on(exp, key, model)
                for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
 
 

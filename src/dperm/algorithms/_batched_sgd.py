@@ -49,6 +49,11 @@ is cut at a snapshot, so the ``steps`` result is identical with or without snaps
 separate t_j-step run draws its last block shorter and so differs in its numbers, not its law.)
 One path thus gives SGD-MA's whole T grid at the cost of its longest run.
 
+**Smoothing** (``smooth``, DP-LSSGD): a linear map S of a ``(draws, p)`` array applied to each
+step's noisy direction, w_d ← (1 − ηλ)w_d − S(η(G_d + noise_d)/L). It acts on the already
+noised sum, so it is post-processing of each step's release (no privacy cost); without it the
+arithmetic is exactly the unsmoothed one.
+
 Cost per step and draw: the gather of the batch's rows from X (random rows, memory-bound) and
 the sampling dominate; what lockstep removes is the per-call numpy overhead of one draw's step.
 """
@@ -189,7 +194,7 @@ def check_snapshots(snapshots, steps: int) -> tuple[int, ...]:
 
 def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std: float,
                   learning_rate: float, divisor: float, chunk: int | None = None,
-                  lockstep: bool | None = None, snapshots=()) -> NoisySGDRun:
+                  lockstep: bool | None = None, snapshots=(), smooth=None) -> NoisySGDRun:
     """Run one noisy-SGD chain per generator in ``rngs`` for ``steps`` steps (module docstring).
 
     ``rngs``: one generator per draw (:func:`.base.draw_rngs`); ``sampler(rng, k)`` gives k
@@ -198,7 +203,8 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
     ``problem.l2``. ``chunk`` (steps per block) defaults to :func:`chunk_steps`.
     ``lockstep=None`` batches the draws for GLM losses; ``False`` forces the per-draw loop (any
     loss). ``snapshots``: step counts below ``steps`` whose iterates are kept too (module
-    docstring). Returns the last iterates and the rows each draw sampled.
+    docstring). ``smooth``: a linear map of ``(draws, p)`` arrays applied to each noisy
+    direction (module docstring). Returns the last iterates and the rows each draw sampled.
     """
     if not clip > 0:
         raise ValueError(f"clip must be positive, got {clip!r}")
@@ -218,6 +224,7 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
     out = empty()
     out.snapshots = {t: empty() for t in snapshots}
     kernel = _LockstepGLM(problem, clip) if batched else _PerDraw(problem, clip)
+    kernel.smooth = smooth
     start_time = time.perf_counter()
     for start in range(0, draws, group):  # groups bound the memory of a block; draws are independent
         sl = slice(start, min(start + group, draws))
@@ -279,6 +286,8 @@ class _LockstepGLM:
     ``_CACHE_BYTES``, so the second product reads them from cache.
     """
 
+    smooth = None
+
     def __init__(self, problem, clip):
         n = problem.n
         self.X, self.p, self.loss = problem.X, problem.X.shape[1], problem.loss
@@ -329,12 +338,18 @@ class _LockstepGLM:
             if decay != 1.0:
                 W *= decay
             G *= step
-            W -= G
-            W -= noise[t]
+            if self.smooth is None:
+                W -= G
+                W -= noise[t]
+            else:
+                G += noise[t]
+                W -= self.smooth(G)
 
 
 class _PerDraw:
     """One draw at a time through ``problem.clipped_grad_sum`` (any loss, e.g. the MLP)."""
+
+    smooth = None
 
     def __init__(self, problem, clip):
         self.problem, self.clip = problem, clip
@@ -346,6 +361,10 @@ class _PerDraw:
                 g = self.problem.clipped_grad_sum(w, self.clip, rows[t, d, :m]) if m else None
                 if decay != 1.0:
                     w *= decay
+                if self.smooth is not None:
+                    direction = noise[t, d] + step * g if g is not None else noise[t, d].copy()
+                    w -= self.smooth(direction[None])[0]
+                    continue
                 if g is not None:
                     w -= step * g
                 w -= noise[t, d]

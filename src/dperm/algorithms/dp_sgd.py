@@ -15,6 +15,15 @@ which case ε is computed and reported as ``epsilon_spent`` (the SGD-MA way). Th
 one helper, :func:`calibrate_noise_multiplier` (and its inverse :func:`sampled_gaussian_epsilon`),
 for every algorithm whose noise is a composition of sampled Gaussians.
 
+``smoothing`` σ_LS > 0 turns DP-SGD into DP-LSSGD (Wang et al. 2019, :mod:`.dp_lssgd`): the
+noisy direction (clipped sum + noise)/(qn) is replaced by A_σ⁻¹ of it, per parameter tensor,
+before the step (post-processing: the accounting does not change). At σ_LS = 0 (the default) no
+smoothing runs at all, so ``dp-sgd`` is exactly ``dp-lssgd`` at σ_LS = 0.
+
+Noise calibration is :func:`calibrate_noise` (over :func:`calibrate_noise_multiplier`), the one
+function every DP-SGD-shaped algorithm (``dp-sgd``, ``dp-lssgd``, PIDP-SGD's noisy steps) calls:
+the ``accountant`` option reaches all of them.
+
 The ``draws`` chains run in lockstep, each with its own Poisson batches and noise
 (:func:`._batched_sgd.run_noisy_sgd`, whose docstring explains why this changes nothing
 privacy-wise). The same module's :func:`~._batched_sgd.poisson_batch` draws the Poisson
@@ -24,6 +33,7 @@ samples of DP-AGD and PrivGene: one sampler implementation serves every algorith
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 from scipy.optimize import brentq
@@ -90,31 +100,70 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, q: float, steps: in
     return sigma
 
 
-@register("dp-sgd", audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=4000,
-                                        hyper={"epochs": 2.0, "batch_size": 25}),
+@dataclass(frozen=True)
+class NoiseCalibration:
+    """σ (noise multiplier: noise std / clip), the ε it spends at the target δ, and how."""
+
+    noise_multiplier: float
+    epsilon_spent: float
+    accounting: str
+
+
+def calibrate_noise(privacy: Privacy, sampling_rate: float, steps: int, *, noise_multiplier: float | None = None,
+                    algorithm: str = "dp-sgd", accountant: str = "rdp") -> NoiseCalibration:
+    """The noise of ``steps`` Poisson-subsampled (rate q) Gaussian steps of sensitivity C
+    (add/remove): σ the smallest multiplier meeting the target (ε, δ) by ``accountant``
+    (:func:`calibrate_noise_multiplier`), or the given ``noise_multiplier``, in which case ε is
+    computed (the SGD-MA way). The one calibration of ``dp-sgd``, ``dp-lssgd`` and PIDP-SGD's
+    noisy steps: they cannot drift apart."""
+    _check_accountant(accountant)
+    if noise_multiplier is None:
+        if not privacy.is_private or privacy.delta <= 0:
+            raise ValueError(f"{algorithm} needs a finite epsilon and delta > 0, or an explicit noise_multiplier")
+        sigma = calibrate_noise_multiplier(float(privacy.epsilon), float(privacy.delta), sampling_rate, steps,
+                                           accountant)
+    else:
+        sigma = float(noise_multiplier)
+    spent = sampled_gaussian_epsilon(sigma, privacy.delta, sampling_rate, steps, accountant)
+    return NoiseCalibration(sigma, spent, ACCOUNTANTS[accountant])
+
+
+def check_sgd_hyper(n: int, batch_size, clip, learning_rate, epochs) -> None:
+    if not 0 < batch_size <= n:
+        raise ValueError(f"batch_size must be in [1, n={n}]; got batch_size={batch_size!r}")
+    if clip <= 0 or learning_rate <= 0 or epochs <= 0:
+        raise ValueError(f"clip, learning_rate and epochs must be > 0; got {clip!r}, {learning_rate!r}, {epochs!r}")
+
+
+@register("dp-sgd", switches={"name": "dp-sgd"},
+          audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=4000,
+                             hyper={"epochs": 2.0, "batch_size": 25}),
           description="DP-SGD, Poisson sampling, per-example clipping, RDP or PLD accounting")
 def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float = 5.0,
                batch_size: int = 256, clip: float = 1.0, learning_rate: float = 0.5,
-               noise_multiplier: float | None = None, accountant: str = "rdp"):
+               noise_multiplier: float | None = None, accountant: str = "rdp", smoothing: float = 0.0,
+               name: str = "dp-sgd"):
+    """DP-SGD; ``smoothing`` σ_LS > 0 is DP-LSSGD (:mod:`.dp_lssgd`); ``name`` (fixed by the
+    registration) is the key errors name."""
     n, n_public = problem.n, problem.n_public  # q and T from the public count (docs/privacy.md#public-n)
-    if not 0 < batch_size <= n_public:
-        raise ValueError(f"batch_size must be in [1, n={n_public}]; got batch_size={batch_size!r}")
-    if clip <= 0 or learning_rate <= 0 or epochs <= 0:
-        raise ValueError(f"clip, learning_rate and epochs must be > 0; got {clip!r}, {learning_rate!r}, {epochs!r}")
-    _check_accountant(accountant)
+    check_sgd_hyper(n_public, batch_size, clip, learning_rate, epochs)
+    if not (math.isfinite(smoothing) and smoothing >= 0):
+        raise ValueError(f"smoothing (sigma_LS) must be a finite number >= 0; got smoothing={smoothing!r}")
     q = batch_size / n_public
     steps = max(1, math.ceil(epochs / q))
-    if noise_multiplier is None:
-        if not privacy.is_private or privacy.delta <= 0:
-            raise ValueError("dp-sgd needs a finite epsilon and delta > 0, or an explicit noise_multiplier")
-        sigma = calibrate_noise_multiplier(float(privacy.epsilon), float(privacy.delta), q, steps, accountant)
-    else:
-        sigma = float(noise_multiplier)
-    spent = sampled_gaussian_epsilon(sigma, privacy.delta, q, steps, accountant)
+    cal = calibrate_noise(privacy, q, steps, noise_multiplier=noise_multiplier, algorithm=name, accountant=accountant)
+    smooth = None
+    if smoothing > 0:
+        from ._smoothing import laplacian_smoother
+
+        smooth = laplacian_smoother(problem, smoothing)
     run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, PoissonSampler(n, q), clip=clip,
-                        noise_std=sigma * clip, learning_rate=learning_rate, divisor=q * n_public)
+                        noise_std=cal.noise_multiplier * clip, learning_rate=learning_rate, divisor=q * n_public,
+                        smooth=smooth)
     weights, evals = run.weights, run.grad_evals(n)
-    return FitResult(weights=weights, epsilon_spent=spent, delta_spent=privacy.delta,
-                     adjacency="add-remove", grad_evals=evals, iterations=steps,
-                     accounting=ACCOUNTANTS[accountant],
-                     extra={"noise_multiplier": sigma, "sampling_rate": q, "steps": steps})
+    extra = {"noise_multiplier": cal.noise_multiplier, "sampling_rate": q, "steps": steps}
+    if smoothing > 0:
+        extra["smoothing"] = smoothing
+    return FitResult(weights=weights, epsilon_spent=cal.epsilon_spent, delta_spent=privacy.delta,
+                     adjacency="add-remove", grad_evals=evals, iterations=steps, accounting=cal.accounting,
+                     extra=extra)

@@ -5,6 +5,10 @@ Steps, in this order (each a profile option; the defaults are ``PROFILE_DEFAULTS
 1. ``parts``: keep the rows of some files only (``default`` = the registry's default parts).
 2. ``drop_missing``: drop rows with a missing value (``default`` = the registry's choice);
    kept missing values become a category of their own, ``<col>=<missing>``.
+   ``subsample: {rows: m, seed: s}`` then keeps a uniformly random m of the remaining rows
+   (without replacement, chosen by ``numpy.random.default_rng(s)``, kept in file order); every
+   later step (min-max bounds, categories) sees only those rows. ``null`` (the default) keeps all;
+   m larger than the rows left is an error.
 3. Labels: classification -> ``y01`` in {0, 1} and ``ypm`` in {-1, +1}; regression -> ``y``
    min-max scaled to [0, 1] when ``target_scale: minmax`` (docs/deviations.md#zhang-unknowns), raw
    otherwise.
@@ -36,6 +40,7 @@ PROFILE_DEFAULTS = {
     "row_norm_radius": 1.0,
     "bias": 1.0,
     "target_scale": "minmax",
+    "subsample": None,
 }
 PROFILE_CHOICES = {
     "scale": ("minmax", "none"),
@@ -75,7 +80,35 @@ def resolve_profile(record: Dataset, options: dict | None) -> dict:
         raise ValueError("row_norm_radius must be > 0 when row_norm is 'unit' or 'clip'")
     prof["row_norm_radius"] = float(prof["row_norm_radius"])
     prof["bias"] = float(prof["bias"])
+    prof["subsample"] = _check_subsample(prof["subsample"])
     return prof
+
+
+def _check_subsample(value):
+    """``None`` or ``{"rows": m >= 1, "seed": s >= 0}`` (integers), else a ValueError naming it."""
+    if value is None:
+        return None
+
+    def integer(x, low):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= low
+
+    if not (isinstance(value, dict) and set(value) == {"rows", "seed"} and integer(value["rows"], 1)
+            and integer(value["seed"], 0)):
+        raise ValueError(f"preprocessing option subsample={value!r}; allowed: null or "
+                         "{rows: <integer >= 1>, seed: <integer >= 0>}")
+    return {"rows": int(value["rows"]), "seed": int(value["seed"])}
+
+
+def _subsample(table: pd.DataFrame, subsample: dict | None, key: str) -> pd.DataFrame:
+    """``subsample["rows"]`` rows of ``table`` drawn uniformly without replacement by a generator
+    seeded with ``subsample["seed"]``, in their original order (the whole table when None)."""
+    if subsample is None:
+        return table
+    m, n = subsample["rows"], len(table)
+    if m > n:
+        raise ValueError(f"{key}: subsample rows={m} but only {n} rows are left after parts and drop_missing")
+    keep = np.sort(np.random.default_rng(subsample["seed"]).choice(n, size=m, replace=False))
+    return table.iloc[keep]
 
 
 def _labels(record: Dataset, target: pd.Series) -> np.ndarray:
@@ -111,6 +144,8 @@ def encode(record: Dataset, table: pd.DataFrame, options: dict | None = None) ->
         table = table[~missing]
     info["n_dropped_missing"] = int(missing.sum()) if prof["drop_missing"] else 0
     info["n_rows_with_missing_kept"] = 0 if prof["drop_missing"] else int(missing.sum())
+    info["n_before_subsample"] = int(len(table))
+    table = _subsample(table, prof["subsample"], record.key)
 
     blocks, names, num_cols = [], [], []
     for column in record.columns:

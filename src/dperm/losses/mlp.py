@@ -171,8 +171,14 @@ class MLP:
         G = np.concatenate(blocks, axis=1)
         return G[0] if squeeze else G
 
-    def clipped_grad_sum(self, theta, X, y, clip, row_norms=None):
-        """Σ_i clip_C(∇ℓ_i(θ)) with ‖∇ℓ_i‖² = ‖δa_i‖²(‖x_i‖² + 1) + δo_i²(‖s_i‖² + 1)."""
+    def clipped_grad_sum(self, theta, X, y, clip, row_norms=None, row_weights=None):
+        """Σ_i clip_C(∇ℓ_i(θ)) with ‖∇ℓ_i‖² = ‖δa_i‖²(‖x_i‖² + 1) + δo_i²(‖s_i‖² + 1).
+
+        ``row_weights(rows, norms)``, when given, is called once per chunk of rows (a slice) with
+        the per-example gradient norms ‖∇ℓ_i(θ_d)‖ of that chunk, shape (draws, rows), and returns
+        multipliers of the same shape applied to the clipped gradients (e.g. 0 to leave a row
+        out): a per-example decision from each row's own norm in the same single pass.
+        """
         if not clip > 0:
             raise ValueError(f"clip must be positive, got {clip!r}")
         sq = np.einsum("ij,ij->i", X, X) if row_norms is None else np.square(row_norms)
@@ -183,7 +189,10 @@ class MLP:
             dA = self._backprop(S, params[2], dO)
             norm2 = np.einsum("nkh,nkh->kn", dA, dA) * (sq[sl] + 1.0)
             norm2 += dO * dO * (np.einsum("nkh,nkh->kn", S, S) + 1.0)
-            scale = clip / np.maximum(np.sqrt(norm2), clip)  # min(1, C/‖∇ℓ_i‖), no 0/0
+            norm = np.sqrt(norm2)
+            scale = clip / np.maximum(norm, clip)  # min(1, C/‖∇ℓ_i‖), no 0/0
+            if row_weights is not None:
+                scale *= row_weights(sl, norm)
             dO *= scale
             dA *= scale.T[:, :, None]
             acc["g"] = acc.get("g", 0.0) + self._collect(Xc, S, dA, dO)

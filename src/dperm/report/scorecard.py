@@ -64,6 +64,20 @@ def verdict(text: str) -> tuple[str, str]:
     raise ValueError(f"claim verdict {words!r} is none of {list(VERDICTS)} (nor 'partly ...', 'consistent ...')")
 
 
+def claims_table(frame: pd.DataFrame, scope: tuple[str, ...] = ("dataset", "model"),
+                 reason: str = "evidence") -> pd.DataFrame:
+    """A plugin's claims table (a ``claim`` and a ``verdict`` column, the ``scope`` columns and
+    a ``reason`` column) in the scorecard's columns: the scope joined by " / ", the verdict
+    normalised (:func:`verdict`) and whatever its wording adds put before the reason."""
+    rows = []
+    for _, r in frame.iterrows():
+        v, wording = verdict(r["verdict"])
+        said = "" if pd.isna(r[reason]) else str(r[reason])
+        rows.append({"claim": r["claim"], "scope": " / ".join(str(r[c]) for c in scope), "verdict": v,
+                     "reason": ": ".join(x for x in (wording, said) if x)})
+    return claim_rows(rows)
+
+
 def checked(paper: str, card: PaperCard) -> PaperCard:
     """``card`` with its columns, verdicts and numbers checked and the ratio ours/published
     added; a plugin that returns anything else is an error naming the paper."""

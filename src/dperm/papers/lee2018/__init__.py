@@ -31,7 +31,7 @@ SCORECARD_TABLES = ("table1", "table2", "claims")
 
 def scorecard(tables):
     """Table 1's published columns and Table 2's sizes beside ours; the claims check's rows."""
-    from ...report.scorecard import PaperCard, claim_rows, comparison_rows, verdict
+    from ...report.scorecard import PaperCard, claims_table, comparison_rows
 
     rows = []
     t1 = tables["table1"]
@@ -44,12 +44,7 @@ def scorecard(tables):
         for ours, paper, what in (("n_ours", "n_paper", "rows"), ("dim_ours", "dim_paper", "dim")):
             rows.append({"source": "Table 2", "item": f"{r['dataset']}: {what}", "published": r[paper],
                          "ours": r[ours], "ours_ci95": float("nan"), "note": str(r.get("status", ""))})
-    claims = []
-    for _, r in tables["claims"].iterrows():
-        v, wording = verdict(r["verdict"])
-        claims.append({"claim": r["claim"], "scope": f"{r['dataset']} / {r['model']}", "verdict": v,
-                       "reason": (f"{wording}: " if wording else "") + str(r["evidence"])})
-    return PaperCard(comparison_rows(rows), claim_rows(claims),
+    return PaperCard(comparison_rows(rows), claims_table(tables["claims"]),
                      "Table 1 (noisy gradient descent on Adult; ours: mean of runs on our Adult encoding, which "
                      "has fewer coordinates than the paper's a9a file) and Table 2 (dataset sizes) are the paper's "
                      "printed numbers; its Figures 2-4 are plots, compared through the claims.")
