@@ -15,7 +15,6 @@ a summary needs (:func:`dperm.report.tables.summarise`) plus the metrics of the 
 from __future__ import annotations
 
 import itertools
-import math
 import time
 
 import numpy as np
@@ -161,7 +160,7 @@ def evaluate(specs: list[dict], arrays: dict, analysis: dict, population: dict |
                     P = Problem(population["X"], population["y"], loss, train.l2)
                     pop_cache[pkey] = (P, float(solvers.lbfgs(P, gtol=1e-10).fun))
                 P, pop_star = pop_cache[pkey]
-                pop_excess = P.value(W) - pop_star
+                pop_excess = np.array([P.value(w) for w in W]) - pop_star  # one draw at a time: 10⁶ rows
             for d, record in enumerate(base):
                 record.update(excess_risk=float(np.atleast_1d(values)[d] - f_star), optimum_gap_bound=gap_bound,
                               curvature=curvature, population_excess_risk=float(np.atleast_1d(pop_excess)[d]),
@@ -192,10 +191,3 @@ def summary_metrics(kind: str, analysis: dict) -> list[str]:
     if kind == "robust":
         return ["accuracy", *[f"robust_accuracy_{_token(r)}" for r in analysis["test_radii"]], *common]
     return ["excess_risk", "population_excess_risk", "curvature", "expected_noise_norm_sq", *common]
-
-
-def is_finite_number(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
