@@ -5,6 +5,8 @@
 LOWY = PAPERS["lowy2021"]
 LOWY_PLUGIN = papers.plugin("lowy2021")
 LOWY_CODE = source_fingerprint("papers/lowy2021", "report")
+# The evaluation jobs rerun when their fits or metrics change, not when a table does.
+LOWY_EVAL_CODE = source_fingerprint("papers/lowy2021/evaluate")
 LOWY_EVAL = LOWY_PLUGIN.evaluation_jobs(LOWY, config["seed"])
 LOWY_SPECS = {
     name: experiments.dumps(LOWY_PLUGIN.analysis_spec(LOWY, name))
@@ -53,7 +55,7 @@ rule lowy2021_evaluate:
             f"--population {input.population[0]}" if input.population else ""
         ),
         code=lambda w: algorithm_fingerprint(*LOWY_EVAL[(w.analysis, w.dataset)]["algorithms"])
-        + LOWY_CODE,
+        + LOWY_EVAL_CODE,
     shell:
         "python -m dperm --threads {threads} lowy2021 evaluate --spec {params.specs:q}"
         " --analysis {params.analysis:q} --data {input.data} {params.population}"

@@ -151,7 +151,8 @@ def _protocol(spec: dict) -> str:
     from ...report.captions import protocol_text
 
     texts = sorted({protocol_text(e["protocol"]) for e in spec["experiments"].values()})
-    return "; ".join(texts)
+    text = "; ".join(texts)
+    return text[:1].upper() + text[1:]
 
 
 def _compare(args) -> None:
@@ -191,16 +192,17 @@ def _compare(args) -> None:
                                 "Black box: noise for 2Δ (α = μΔ²/8), so ≈ 4× the conceptual excess; SGD capped (noise "
                                 "for the α its steps certify, in expectation only). μ = 0: regularised extension "
                                 "(rate-optimal λ, projection onto ‖w‖ ≤ 15). OutPert-GD: Zhang et al.'s Theorem "
-                                "2/3 T."))
+                                "2/3 T. DP-GD, DP-SGD: add/remove-one DP (their ε under replace-one would double), "
+                                "untuned public step sizes."))
     compare.cost_figure(cells, args.cost_png, args.cost_pdf, order=order, labels=labels,
                         title=("[quick run] " if spec["quick"] else "")
                         + "Cost per run: gradient evaluations and seconds",
                         caption=_note(spec, "ε-DP cells, mean over ε and draws (the solves do not depend on ε), log "
                                             "scale. Gradient evaluations in full-gradient equivalents (one pass over "
-                                            "the "
-                                            "rows = 1). Seconds on a shared 2-core machine (Katyusha's inner loop is "
-                                            "Python, the others are numpy BLAS). The hatched bar is the non-private "
-                                            f"L-BFGS solve. {protocol}."))
+                                            "the rows = 1). Seconds on a shared 2-core machine (Katyusha's inner loop "
+                                            "is Python, the others are numpy BLAS). The hatched bar is the non-private "
+                                            "L-BFGS solve. SGD's bars are its capped runs (100,000 steps); its "
+                                            f"target α would need the count in compare-ratios. {protocol}."))
 
 
 def _rates(args) -> None:
@@ -231,9 +233,9 @@ def _rates(args) -> None:
     n_pop = int(records["n_population"].max())
     rates.n_figure(pts, d, args.n_png, args.n_pdf, order=order, labels=labels, population_rows=n_pop,
                    title=quick + f"Excess risk against n (synthetic, d = {d}, μ = 0.01, ε = 1)",
-                   caption=_note(spec, "Log–log, mean with 95% bands. Dotted: Corollary 2.2's n⁻² and "
-                                       "Proposition 4.2's "
-                                       f"n⁻¹ anchored at our first point. Population excess on {n_pop:,} held-out rows "
+                   caption=_note(spec, "Log–log, mean with 95% bands. Dotted: Corollary 2.2's n⁻² anchored at the "
+                                       "conceptual algorithm's first point, Proposition 4.2's n⁻¹ at the non-private "
+                                       f"last point. Population excess on {n_pop:,} held-out rows "
                                        f"(solid ε-DP, dashed (ε, 10⁻¹⁰)-DP, black non-private). {protocol}."))
     rates.d_figure(pts, n, args.d_png, args.d_pdf, order=order, labels=labels,
                    title=quick + f"Excess risk against d (synthetic, n = {n:,}, μ = 0.01, ε = 1)",

@@ -98,8 +98,12 @@ def beats_zhang(ratios: pd.DataFrame) -> dict:
     over_bb = z.loc[common, "excess_ratio_geomean"] / a.loc[common, "excess_ratio_geomean"]
     over_bb_text, v2 = _range(over_bb)
     evals, v3 = _range(z.loc[common, "grad_evals"] / a.loc[common, "grad_evals"])
-    wins = np.mean((v1 > 1) & (v2 > 1)) if len(v1) else np.nan
-    verdict = "holds" if wins == 1 else "partly" if wins >= 0.5 else "does not hold"
+    won = (z.loc[common, "excess_ratio_geomean"] > 1) & (over_bb > 1)
+    wins = float(won.mean()) if len(won) else np.nan
+    lost = ", ".join(f"{e}/{d}/{m} (OutPert-GD/black box {r:.2f})"
+                     for (e, d, m), r in over_bb[~won].items())
+    verdict = ("holds" if wins == 1 else
+               f"partly: in {int(won.sum())} of {len(won)} cells; not in {lost}" if wins >= 0.5 else "does not hold")
     return {"claim": "Output perturbation beats Zhang et al.'s OutPert-GD (smaller noise, faster)",
             "paper": "Sec. 2.3.1, 3.1 and App. C.2 discussions of [ZZMW17]",
             "test": "excess risk of OutPert-GD (Theorem 2/3 T, Lemma 2/3 sensitivity) over the certified minimiser's "
@@ -220,23 +224,29 @@ def term_claims(table: pd.DataFrame) -> list[dict]:
 
 def adv_claims(table: pd.DataFrame, radii) -> list[dict]:
     """Holds if, for every dataset and privacy setting, the model trained at the largest radius
-    has the best accuracy under the largest test attack, and private robust accuracy increases
-    with ε towards the non-private one."""
+    has the best accuracy under the largest test attack (partly if in some; settings where the
+    training radius changes that accuracy by less than 0.01 are reported as no difference)."""
     big = f"r_test={float(max(radii)):g}"
-    notes, wins = [], []
+    notes, won, lost, flat = [], [], [], []
     for (dataset, privacy), g in table.groupby(["dataset", "privacy"]):
-        best = g.loc[g[big].idxmax(), "r_train"]
-        wins.append(best == g["r_train"].max())
-        notes.append(f"{dataset} {privacy}: "
-                     + ", ".join(f"r_train {r:g}: {v:.3f}" for r, v in zip(g["r_train"], g[big])))
-    eps_order = []
-    for _, g in table.groupby(["dataset", "r_train"]):
-        p = g[g["privacy"] != "non-private"].sort_values("epsilon")
-        n = g[g["privacy"] == "non-private"]
-        if len(p) and len(n):
-            rising = bool(np.all(np.diff(p[big].to_numpy(float)) >= -0.01))
-            eps_order.append(rising and p[big].iloc[-1] <= n[big].iloc[0] + 0.01)
-    verdict = "holds" if all(wins) and all(eps_order) else "partly" if any(wins) else "does not hold"
+        values = g.set_index("r_train")[big]
+        notes.append(f"{dataset} {privacy}: " + ", ".join(f"r_train {r:g}: {v:.3f}" for r, v in values.items()))
+        where = f"{dataset} {privacy}"
+        if values.max() - values.min() < 0.01:
+            flat.append(where)
+        elif values.idxmax() == values.index.max():
+            won.append(where)
+        else:
+            lost.append(where)
+    verdict = "holds" if not lost and not flat else "partly" if won else "does not hold"
+    if verdict != "holds":
+        parts = [f"training at the largest radius wins under the strongest attack in {', '.join(won) or 'no setting'}"]
+        if lost:
+            parts.append(f"not in {', '.join(lost)} (the noise dominates)")
+        if flat:
+            parts.append(f"makes no difference in {', '.join(flat)} (isotropic features: the best direction, which "
+                         "alone decides a linear model's robust accuracy, does not depend on r)")
+        verdict += ": " + "; ".join(parts)
     return [{"claim": "Private adversarial training by output perturbation: robustness at the ERM sensitivity "
                       "2(R_x + r)/(mu n)",
              "paper": "Sec. 5.2, Lemma 5.4, Prop. 5.1, Alg. 5",

@@ -132,7 +132,7 @@ def excess_figure(cells: pd.DataFrame, privacy: str, png, pdf, *, title: str, ca
                             alpha=0.15, lw=0)
         ax.set_yscale("log")
         epsilon_axis(ax, panel)
-        ax.set_title(f"{dataset}, {model}", fontsize=9)
+        ax.set_title(_short(dataset, model).replace("\n", " ", 1).replace("\n", ", "), fontsize=9)
         ax.set_xlabel("ε (log scale)")
         ax.set_ylabel("excess empirical risk F(w) − F*")
         ax.grid(alpha=0.3, which="both", lw=0.5)
@@ -142,6 +142,13 @@ def excess_figure(cells: pd.DataFrame, privacy: str, png, pdf, *, title: str, ca
     save_figure(fig, png, pdf)
 
 
+def _short(dataset: str, model: str) -> str:
+    """A bar label (lines) or panel title (with the line breaks made commas): "synthetic-logistic-n20000-d20"
+    -> "synthetic / n20000 d20", and μ from the model key."""
+    name = dataset.replace("synthetic-logistic-", "synthetic\n").replace("-d", " d")
+    return f"{name}\n{model.replace('lr-mu', 'μ = ')}"
+
+
 def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, order, labels):
     """Gradient evaluations (full-gradient equivalents) and seconds per run of each method, one
     group of bars per (dataset, model), ε-DP cells (the solves do not depend on ε)."""
@@ -149,11 +156,11 @@ def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, orde
     groups = list(dict.fromkeys(zip(data["dataset"], data["model"])))
     keys = [k for k in order if k in set(data["algorithm"])]
     style = algorithm_styles([k for k in keys if k != BASELINE], order)
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.3 * len(groups) * 2), 3.6), squeeze=False)
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.45 * len(groups)), 6.6), squeeze=False, sharex=True)
     width = 0.8 / max(len(keys), 1)
-    for j, (metric, name) in enumerate((("grad_evals", "gradient evaluations per run"),
+    for i, (metric, name) in enumerate((("grad_evals", "gradient evaluations per run"),
                                         ("seconds", "seconds per run"))):
-        ax = axes[0, j]
+        ax = axes[i, 0]
         for k, key in enumerate(keys):
             heights = []
             for dataset, model in groups:
@@ -165,8 +172,8 @@ def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, orde
                    alpha=0.4 if key == BASELINE else 0.85)
         ax.set_yscale("log")
         ax.set_xticks(np.arange(len(groups)))
-        ax.set_xticklabels([f"{d}\n{m}" for d, m in groups], fontsize=7)
-        ax.set_ylabel(name, fontsize=8)
+        ax.set_xticklabels([_short(d, m) for d, m in groups], fontsize=8)
+        ax.set_ylabel(name, fontsize=9)
         ax.grid(alpha=0.3, which="both", axis="y", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=3)
     save_figure(fig, png, pdf)

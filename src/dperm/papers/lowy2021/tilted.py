@@ -151,7 +151,7 @@ def adv_figure(table: pd.DataFrame, radii, png, pdf, *, title, caption):
             ax.set_ylim(0.0, 1.02)
             ax.set_xlabel("attack radius r_test")
             if j == 0:
-                ax.set_ylabel("accuracy under the worst ℓ2 attack")
+                ax.set_ylabel("accuracy under attack")
             ax.grid(alpha=0.3, lw=0.5)
     legend_and_caption(fig, axes, title, caption)
     save_figure(fig, png, pdf)
