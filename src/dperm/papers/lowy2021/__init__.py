@@ -265,14 +265,18 @@ def _term(args) -> None:
         "excess_tilted_objective = F_t(w) − F_t(w_nonprivate) on the training rows. sensitivity = (2L/μ)e^{tM}/(e^{tM} "
         f"+ n − 1) + 2√(2α/μ) (M = R_x·R = {radius:g}); noise_scale = σ per coordinate. {protocol}.")))
     quick = "[quick run] " if spec["quick"] else ""
+    smallest = int(table["smallest_group"].min())
     tilted.term_figure(table, args.png, args.pdf, title=quick + "Tilted ERM on Adult: average and worst-group metrics",
-                       caption=_note(spec, f"Against the tilt t; mean with 95% bands. Worst group over {groups}. "
-                                           f"Non-private: the constrained minimiser (dashed). {protocol}."))
+                       caption=_note(spec, f"Against the tilt t; mean with 95% bands over the noise draws. Worst "
+                                           f"group over {groups} (groups as small as {smallest} test rows). "
+                                           "Non-private: the constrained minimiser (dashed; one deterministic fit, "
+                                           f"no band). {protocol}."))
     n = int(records["n_train"].iloc[0])
     tilted.term_noise_figure(table, n=n, loss_range=radius, png=args.noise_png, pdf=args.noise_pdf,
                              title=quick + "Tilted ERM: the price of tilting under privacy",
-                             caption=_note(spec, f"Sensitivity of the release (left) and Gaussian σ (right) against t, "
-                                                 "log scale; dotted: the ERM value times n e^{tM}/(e^{tM} + n − 1), "
+                             caption=_note(spec, "Sensitivity of the release (left; it does not depend on ε) and "
+                                                 "Gaussian σ (right) against t, log scale: deterministic, so no "
+                                                 "bands. Dotted: the ERM value times n e^{tM}/(e^{tM} + n − 1), "
                                                  f"M = {radius:g}, n = {n:,}."))
 
 
@@ -293,7 +297,8 @@ def _adv(args) -> None:
         f"sensitivity 2(1 + r_train)/(μn)) and non-private; mean ± 95% half-width over the draws. {protocol}.")))
     tilted.adv_figure(table, radii, args.png, args.pdf,
                       title=("[quick run] " if spec["quick"] else "") + "Adversarial training: accuracy under attack",
-                      caption=_note(spec, f"One line per training radius; mean with 95% bands. {protocol}."))
+                      caption=_note(spec, "One line per training radius; mean with 95% bands over the noise draws "
+                                          f"(non-private: one deterministic fit, no band). {protocol}."))
 
 
 def _claims(args) -> None:
