@@ -89,6 +89,20 @@ def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
     assert spec["model"]["l2"] == 0
 
 
+def test_a_swept_value_of_zero_is_its_own_cell_and_repeats_are_refused(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["s"] = {"datasets": ["wine"], "models": ["lr"], "algorithms": ["dp-sgd"],
+                                  "epsilons": [1], "protocol": {"kind": "full"},
+                                  "sweep": {"param": "learning_rate", "values": [0, 0.5]}}
+    paper = _load(tmp_path, config)
+    assert [c.algorithm for c in ex.cells(paper, ["s"])] == ["dp-sgd-learningrate0", "dp-sgd-learningrate0.5"]
+    config["experiments"]["s"]["sweep"]["values"] = [2, 2.0]
+    with pytest.raises(ex.ConfigError, match="same cell twice"):
+        _load(tmp_path, config)
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda c: c["algorithms"].update({"dp-sdg": {}}), "unknown algorithm 'dp-sdg'; known algorithms:"),
     (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['accountant', 'batch_size'"),

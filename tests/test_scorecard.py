@@ -117,3 +117,18 @@ def test_lee2018_scorecard_reads_its_tables(tmp_path):
     assert len(card.comparisons) == 5 and card.claims["verdict"].tolist() == ["not supported"]
     assert card.claims["reason"].iloc[0] == "partly: 2/5"
     assert yaml.safe_load((REPO / "config" / "papers" / "lee2018.yaml").read_text())["deviations"]
+
+
+# Entries about the project itself, not about any paper.
+GENERAL = {"deviations.md#test-data"}
+
+
+def test_every_entry_of_the_docs_is_declared_by_a_paper():
+    """A deviation or privacy finding no paper declares would be missing from the scorecard."""
+    declared = set()
+    for path in (REPO / "config" / "papers").glob("*.yaml"):
+        for anchor in yaml.safe_load(path.read_text(encoding="utf-8")).get("deviations", []):
+            declared.add(anchor if "#" in anchor else f"deviations.md#{anchor}")
+    docs = {name: (REPO / "docs" / name).read_text(encoding="utf-8") for name in ("deviations.md", "privacy.md")}
+    missing = sorted(set(sc.doc_headings(docs)) - declared - GENERAL)
+    assert not missing, f"no paper config declares {missing}"

@@ -217,8 +217,10 @@ def _check_experiment(paper: dict, name: str, exp: dict, where: str) -> None:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {exp['datasets']}")
     sweep = exp.get("sweep")
     if sweep:
-        _unique_settings([v for v in sweep["values"] if isinstance(v, (int, float))], f"{where}.sweep.values",
-                         "values")
+        keys = [sweep_key("", sweep["param"], v) for v in sweep["values"]]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:  # 2 and 2.0 name the same cell key (a value of 0 is allowed: key <param>0)
+            _fail(f"{where}.sweep.values", f"values {list(sweep['values'])} name the same cell twice ({repeated})")
         for key in exp["algorithms"]:
             for value in sweep["values"]:
                 check_hyper(paper, key, {sweep["param"]: value}, f"{where}.sweep")

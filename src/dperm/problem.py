@@ -93,8 +93,10 @@ class Problem:
 
     def _products(self, w):
         """The matrix for products with ``w``: the CSR copy of X for one weight vector when X is
-        sparse enough (:func:`sparse_rows`, made once per ``shared`` store), else X itself."""
-        if np.ndim(w) != 1 or self.X.size < SPARSE_MIN_SIZE or not isinstance(self.loss, GLMLoss):
+        sparse enough (:func:`sparse_rows`, made once per ``shared`` store) and the loss takes one
+        (GLM losses, and losses declaring ``accepts_sparse``), else X itself."""
+        if (np.ndim(w) != 1 or self.X.size < SPARSE_MIN_SIZE
+                or not (isinstance(self.loss, GLMLoss) or getattr(self.loss, "accepts_sparse", False))):
             return self.X
         store = self._store()
         if "csr" not in store:

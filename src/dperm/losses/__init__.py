@@ -14,6 +14,11 @@ Every loss ``L`` offers, for ``w`` of shape ``(p,)`` or ``(draws, p)`` (one row 
 Losses are unregularised; L2 regularisation lives in :class:`dperm.problem.Problem`.
 Each loss declares the label form it expects in ``L.labels``: ``"01"``, ``"pm1"`` or ``"real"``;
 use :func:`to_label_form` to convert a binary label array.
+
+Two objectives built *from* a model's loss are here too, not in ``LOSSES`` (no model of a config
+names them; the algorithms that optimise them build them): :class:`Tilted` (the tilted empirical
+risk of a GLM loss, :mod:`.tilted`) and :class:`RobustLogistic` (the logistic loss of the worst
+ℓ2-perturbed margin, :mod:`.robust`, with :func:`robust_accuracy`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from .logistic import Logistic
 from .margin import Hinge, HuberHinge
 from .mlp import MLP
 from .regression import Huber, Squared
+from .robust import RobustLogistic, robust_accuracy
+from .tilted import Tilted, loss_range
 
 #: name → class; ``get_loss(name, **params)`` builds an instance.
 LOSSES = {
@@ -67,6 +74,6 @@ def to_label_form(y, form: str) -> np.ndarray:
 
 __all__ = [
     "LABEL_FORMS", "LOSSES", "GLMLoss", "Hinge", "Huber", "HuberHinge", "Logistic", "MLP",
-    "NotSmoothError", "Squared", "check_label_form", "get_loss", "label_form", "row_norms",
-    "to_label_form",
+    "NotSmoothError", "RobustLogistic", "Squared", "Tilted", "check_label_form", "get_loss", "label_form",
+    "loss_range", "robust_accuracy", "row_norms", "to_label_form",
 ]

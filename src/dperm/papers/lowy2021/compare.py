@@ -1,0 +1,179 @@
+"""Experiment group 1: the black box against the conceptual algorithm and prior methods.
+
+From the cell records of the ``compare-*`` experiments: a table of every cell (excess empirical
+risk F(w) − F*, test accuracy, gradient evaluations, seconds per run, with 95% intervals), a
+table of ratios (each method's excess risk over the conceptual algorithm's, its cost over the
+non-private L-BFGS solve), the excess-risk figures (log–log) and the cost figure.
+"""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.pyplot as plt  # noqa: E402,I001  (after dperm.report.figures chose the backend)
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ...report.figures import algorithm_styles, epsilon_axis, legend_and_caption, save_figure
+
+KEYS = ["experiment", "privacy", "dataset", "model", "algorithm", "label", "epsilon"]
+EXTRA = ["solver", "guarantee", "steps_for_target", "grad_evals_for_target", "sensitivity", "noise_scale",
+         "alpha_certified", "lambda"]
+REFERENCE = "outpert-exact"
+BASELINE = "nonprivate"
+
+
+def load(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with ``privacy`` ("pure" for δ = 0, else "approx") and the extra fields used."""
+    out = records.copy()
+    out["privacy"] = np.where(out["delta"] > 0, "approx", "pure")
+    parsed = [json.loads(text) if isinstance(text, str) and text else {} for text in out["extra"]]
+    for key in EXTRA:
+        out[key] = [p.get(key) for p in parsed]
+    return out
+
+
+def _mean_ci(values) -> tuple[float, float, int]:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return np.nan, np.nan, 0
+    if len(v) == 1:
+        return float(v[0]), np.nan, 1
+    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))), len(v)
+
+
+def cell_table(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: means and 95% half-widths of excess risk and accuracy, mean cost, and the
+    solver facts (guarantee, α certified, sensitivity, noise scale)."""
+    rows = []
+    for key, g in records.groupby(KEYS, sort=False, dropna=False):
+        row = dict(zip(KEYS, key))
+        for metric in ("excess_risk", "accuracy"):
+            row[metric], row[f"{metric}_ci95"], row["n"] = _mean_ci(g[metric])
+        row["grad_evals"] = float(g["grad_evals"].mean())
+        row["seconds"] = float(g["fit_seconds"].mean())
+        for extra in EXTRA:
+            values = [v for v in g[extra] if v is not None]
+            row[extra] = values[0] if values else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ratio_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (experiment, dataset, model, algorithm): the excess risk over the conceptual
+    algorithm's at the same ε (geometric mean over ε, and its range), the gradient evaluations
+    and seconds over the non-private L-BFGS solve's, and what the solver's α would cost."""
+    rows = []
+    for key, g in cells.groupby(["experiment", "privacy", "dataset", "model"], sort=False):
+        ref = g[g["algorithm"] == REFERENCE].set_index("epsilon")
+        base = g[g["algorithm"] == BASELINE]
+        base_evals = float(base["grad_evals"].iloc[0]) if len(base) else np.nan
+        base_seconds = float(base["seconds"].iloc[0]) if len(base) else np.nan
+        for algorithm, a in g.groupby("algorithm", sort=False):
+            if algorithm == BASELINE:
+                continue
+            a = a.set_index("epsilon")
+            common = a.index.intersection(ref.index)
+            ratio = (a.loc[common, "excess_risk"] / ref.loc[common, "excess_risk"]).to_numpy(float)
+            ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+            rows.append({
+                "experiment": key[0], "privacy": key[1], "dataset": key[2], "model": key[3], "algorithm": algorithm,
+                "label": a["label"].iloc[0],
+                "excess_ratio_geomean": float(np.exp(np.log(ratio).mean())) if len(ratio) else np.nan,
+                "excess_ratio_min": float(ratio.min()) if len(ratio) else np.nan,
+                "excess_ratio_max": float(ratio.max()) if len(ratio) else np.nan,
+                "grad_evals": float(a["grad_evals"].mean()),
+                "grad_evals_vs_lbfgs": float(a["grad_evals"].mean()) / base_evals,
+                "seconds": float(a["seconds"].mean()), "seconds_vs_lbfgs": float(a["seconds"].mean()) / base_seconds,
+                "grad_evals_for_target_alpha": _target_cost(a),
+                "guarantee": a["guarantee"].dropna().iloc[0] if a["guarantee"].notna().any() else "",
+            })
+    return pd.DataFrame(rows)
+
+
+def _target_cost(cells: pd.DataFrame) -> float:
+    """Gradient evaluations a black-box solver needs for the target α = μΔ²/8: what it ran (GD,
+    AGD, Katyusha without the Markov remedy) or, for step-capped SGD, what the target needs."""
+    solver = cells["solver"].dropna()
+    if solver.empty:
+        return np.nan
+    if cells["grad_evals_for_target"].notna().any():
+        return float(cells["grad_evals_for_target"].dropna().iloc[0])
+    markov = cells["guarantee"].astype(str).str.startswith("high probability").any()
+    return np.nan if markov else float(cells["grad_evals"].mean())
+
+
+def _positive(values):
+    v = np.asarray(values, dtype=float)
+    return np.where(v > 0, v, np.nan)
+
+
+def excess_figure(cells: pd.DataFrame, privacy: str, png, pdf, *, title: str, caption: str, order, labels):
+    """Excess empirical risk against ε (log–log), one panel per (dataset, model)."""
+    data = cells[(cells["privacy"] == privacy) & (cells["algorithm"] != BASELINE)]
+    panels = list(dict.fromkeys(zip(data["dataset"], data["model"])))
+    cols = min(4, len(panels))
+    rows_n = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(3.6 * cols, 3.1 * rows_n), squeeze=False)
+    keys = [k for k in order if k in set(data["algorithm"])]
+    style = algorithm_styles(keys, order)
+    for i, (dataset, model) in enumerate(panels):
+        ax = axes.flat[i]
+        panel = data[(data["dataset"] == dataset) & (data["model"] == model)]
+        for key in keys:
+            cell = panel[panel["algorithm"] == key].sort_values("epsilon")
+            if cell.empty:
+                continue
+            mean, half = cell["excess_risk"].to_numpy(float), cell["excess_risk_ci95"].fillna(0).to_numpy(float)
+            ax.plot(cell["epsilon"], _positive(mean), lw=1.2, ms=4, label=labels.get(key, key), **style[key])
+            ax.fill_between(cell["epsilon"], _positive(mean - half), _positive(mean + half), color=style[key]["color"],
+                            alpha=0.15, lw=0)
+        ax.set_yscale("log")
+        epsilon_axis(ax, panel)
+        ax.set_title(_short(dataset, model).replace("\n", " ", 1).replace("\n", ", "), fontsize=9)
+        ax.set_xlabel("ε (log scale)")
+        ax.set_ylabel("excess empirical risk F(w) − F*")
+        ax.grid(alpha=0.3, which="both", lw=0.5)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    legend_and_caption(fig, axes, title, caption, ncol=3)
+    save_figure(fig, png, pdf)
+
+
+def _short(dataset: str, model: str) -> str:
+    """A bar label (lines) or panel title (with the line breaks made commas): "synthetic-logistic-n20000-d20"
+    -> "synthetic / n20000 d20", and μ from the model key."""
+    name = dataset.replace("synthetic-logistic-", "synthetic\n").replace("-d", " d")
+    return f"{name}\n{model.replace('lr-mu', 'μ = ')}"
+
+
+def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, order, labels):
+    """Gradient evaluations (full-gradient equivalents) and seconds per run of each method, one
+    group of bars per (dataset, model), ε-DP cells (the solves do not depend on ε)."""
+    data = cells[cells["privacy"] == "pure"]
+    groups = list(dict.fromkeys(zip(data["dataset"], data["model"])))
+    keys = [k for k in order if k in set(data["algorithm"])]
+    style = algorithm_styles([k for k in keys if k != BASELINE], order)
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.45 * len(groups)), 6.6), squeeze=False, sharex=True)
+    width = 0.8 / max(len(keys), 1)
+    for i, (metric, name) in enumerate((("grad_evals", "gradient evaluations per run"),
+                                        ("seconds", "seconds per run"))):
+        ax = axes[i, 0]
+        for k, key in enumerate(keys):
+            heights = []
+            for dataset, model in groups:
+                cell = data[(data["dataset"] == dataset) & (data["model"] == model) & (data["algorithm"] == key)]
+                heights.append(float(cell[metric].mean()) if len(cell) else np.nan)
+            colour = "black" if key == BASELINE else style[key]["color"]
+            ax.bar(np.arange(len(groups)) + (k - len(keys) / 2 + 0.5) * width, heights, width, color=colour,
+                   label=labels.get(key, key), hatch="//" if key == BASELINE else None,
+                   alpha=0.4 if key == BASELINE else 0.85)
+        ax.set_yscale("log")
+        ax.set_xticks(np.arange(len(groups)))
+        ax.set_xticklabels([_short(d, m) for d, m in groups], fontsize=8)
+        ax.set_ylabel(name, fontsize=9)
+        ax.grid(alpha=0.3, which="both", axis="y", lw=0.5)
+    legend_and_caption(fig, axes, title, caption, ncol=3)
+    save_figure(fig, png, pdf)
