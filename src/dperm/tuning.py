@@ -15,6 +15,12 @@ beside it. Every cell that uses a choice is marked ``tuning: non-private``.
 Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits. A tuning job
 receives :func:`tuning_spec`, the part of the paper config it reads, so that it reruns exactly
 when one of those values changes.
+
+Choices are made per *tuning profile*, the preprocessing profile of the tuned experiment (its
+``profile`` key; an algorithm's own profile still decides where its grid runs): an experiment on
+public bounds (docs/privacy.md#public-bounds) gets λ chosen on public-bounds data, never on data
+scaled with bounds read from the rows. The choices file is ``{dataset: {profile: {model:
+choice}}}``.
 """
 
 from __future__ import annotations
@@ -48,27 +54,36 @@ def tuned_algorithms(paper: dict) -> list[str]:
     return [registered_name(paper, k) if k in paper["algorithms"] else k for k in keys]
 
 
+def tuning_profile(paper: dict, experiment: str) -> str:
+    """The profile an experiment's choices are made on (its ``profile``; module docstring)."""
+    return paper["experiments"][experiment]["profile"]
+
+
 def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
-    """(dataset, model, experiment) for every pair the tuned experiments use (first experiment wins)."""
+    """(dataset, model, experiment) for every (dataset, model, tuning profile) the tuned
+    experiments use (the first experiment of each wins)."""
     seen, out = set(), []
     for name in paper["tuning"]["experiments"]:
         exp = paper["experiments"][name]
         for dataset, model in ((d, m) for d in exp["datasets"] for m in experiment_models(exp, d)):
-            if (dataset, model) not in seen:
-                seen.add((dataset, model))
+            if (dataset, model, exp["profile"]) not in seen:
+                seen.add((dataset, model, exp["profile"]))
                 out.append((dataset, model, name))
     return out
 
 
-def runs_with(paper: dict, key: str, dataset: str, model: str) -> bool:
-    """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments."""
+def runs_with(paper: dict, key: str, dataset: str, model: str, profile: str | None = None) -> bool:
+    """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments (of
+    tuning profile ``profile``, when given)."""
     return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in experiment_models(exp, dataset)
+               and profile in (None, exp["profile"])
                for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
 
 
 def needed_profiles(paper: dict, experiment: str, dataset: str, model: str) -> set[str]:
     tuning = paper["tuning"]
-    keys = [b["algorithm"] for b in tuning.get("hyper", []) if runs_with(paper, b["algorithm"], dataset, model)]
+    keys = [b["algorithm"] for b in tuning.get("hyper", [])
+            if runs_with(paper, b["algorithm"], dataset, model, tuning_profile(paper, experiment))]
     profiles = {paper["experiments"][experiment]["profile"]} if "l2" in tuning else set()
     return profiles | {experiment_profile(paper, experiment, k) for k in keys}
 
@@ -104,6 +119,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
     for dataset, model, experiment in tuning_jobs(paper):
         if datasets is not None and dataset not in datasets:
             continue
+        profile = tuning_profile(paper, experiment)
         default_l2 = paper["models"][model].get("l2", 0.0)
         choice = {"l2": default_l2, "hyper": {}}
         if "l2" in tuning:
@@ -112,14 +128,14 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                 spec = _spec(paper, experiment, dataset, model, "nonprivate", l2, {}, "inf", seed)
                 acc = run(spec)["accuracy"].mean()
                 scores.append(acc)
-                rows.append({"dataset": dataset, "model": model, "tuned": "l2", "setting": f"l2={l2}",
-                             "mean_accuracy": acc})
+                rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": "l2",
+                             "setting": f"l2={l2}", "mean_accuracy": acc})
             best = max(range(len(scores)), key=lambda i: (scores[i], tuning["l2"]["grid"][i]))
             choice["l2"] = float(tuning["l2"]["grid"][best])
-            log(f"{dataset}/{model}: lambda = {choice['l2']} (CV accuracy {scores[best]:.4f})")
+            log(f"{dataset}/{profile}/{model}: lambda = {choice['l2']} (CV accuracy {scores[best]:.4f})")
         for block in tuning.get("hyper", []):
             key = block["algorithm"]
-            if not runs_with(paper, key, dataset, model):
+            if not runs_with(paper, key, dataset, model, profile):
                 continue
             l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
             names = sorted(block["grid"])
@@ -130,20 +146,21 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                         for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps, seed)
                                      for eps in block["epsilons"])]
                 acc = float(np.mean(accs))
-                rows.append({"dataset": dataset, "model": model, "tuned": key,
+                rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": key,
                              "setting": ", ".join(f"{n}={v}" for n, v in point.items()), "mean_accuracy": acc})
                 if acc > best_acc:
                     best_acc, best_point = acc, point
             choice["hyper"][key] = best_point
-            log(f"{dataset}/{model}: {key} {best_point} (mean CV accuracy {best_acc:.4f})")
-        chosen.setdefault(dataset, {})[model] = choice
-    grid = pd.DataFrame(rows, columns=["dataset", "model", "tuned", "setting", "mean_accuracy"])
+            log(f"{dataset}/{profile}/{model}: {key} {best_point} (mean CV accuracy {best_acc:.4f})")
+        chosen.setdefault(dataset, {}).setdefault(profile, {})[model] = choice
+    grid = pd.DataFrame(rows, columns=["dataset", "profile", "model", "tuned", "setting", "mean_accuracy"])
     grid["chosen"] = False
-    for dataset, models in chosen.items():
-        for model, choice in models.items():
-            mask = (grid["dataset"] == dataset) & (grid["model"] == model)
-            grid.loc[mask & (grid["tuned"] == "l2") & (grid["setting"] == f"l2={choice['l2']}"), "chosen"] = True
-            for key, point in choice["hyper"].items():
-                text = ", ".join(f"{n}={v}" for n, v in point.items())
-                grid.loc[mask & (grid["tuned"] == key) & (grid["setting"] == text), "chosen"] = True
+    for dataset, profiles in chosen.items():
+        for profile, models in profiles.items():
+            for model, choice in models.items():
+                mask = (grid["dataset"] == dataset) & (grid["profile"] == profile) & (grid["model"] == model)
+                grid.loc[mask & (grid["tuned"] == "l2") & (grid["setting"] == f"l2={choice['l2']}"), "chosen"] = True
+                for key, point in choice["hyper"].items():
+                    text = ", ".join(f"{n}={v}" for n, v in point.items())
+                    grid.loc[mask & (grid["tuned"] == key) & (grid["setting"] == text), "chosen"] = True
     return chosen, grid
