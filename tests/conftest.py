@@ -43,6 +43,31 @@ def no_network(monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
 
 
+def mirrored_table(mirror: Path, key: str):
+    """(registry record, canonical table) of a dataset read from the mirror's files."""
+    from dperm.datasets import registry
+    from dperm.datasets.canonical import canonical_from_files
+    from dperm.files import read_content
+
+    record = registry.get(key)
+    contents = {}
+    for raw in record.files:
+        path = mirror / raw.mirror_path
+        contents[raw.name] = read_content(path if path.exists() else path.with_name(path.name + ".gz"))
+    return record, canonical_from_files(record, contents)
+
+
+def load_config(tmp_path: Path, config: dict):
+    """A paper config (a dict) written to ``tmp_path/p.yaml`` and loaded as the workflow would."""
+    import yaml
+
+    from dperm.experiments import load_paper
+
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return load_paper(path)
+
+
 def copy_workflow(root: Path) -> None:
     """A copy of the workflow (Snakefile, rules, profiles, configs, the package) under ``root``,
     for tests that run Snakemake without touching the checkout's results."""

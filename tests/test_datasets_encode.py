@@ -5,20 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import mirrored_table
 
 from dperm.datasets import registry
-from dperm.datasets.canonical import PART, canonical_from_files
+from dperm.datasets.canonical import PART
 from dperm.datasets.encode import encode, resolve_profile
-from dperm.files import read_content
 
-
-def _table(mirror, key):
-    record = registry.get(key)
-    contents = {}
-    for raw in record.files:
-        path = mirror / raw.mirror_path
-        contents[raw.name] = read_content(path if path.exists() else path.with_name(path.name + ".gz"))
-    return record, canonical_from_files(record, contents)
+_table = mirrored_table
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +88,7 @@ def test_encoding_is_deterministic(mirror):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"scale": "zscore"}, r"scale='zscore'; allowed: \['minmax', 'none'\]"),
+    ({"scale": "zscore"}, r"scale='zscore'; allowed: \['minmax', 'public', 'none'\]"),
     ({"row_norm": "l1"}, r"row_norm='l1'; allowed: \['none', 'unit', 'clip'\]"),
     ({"colour": 1}, r"unknown preprocessing option\(s\) \['colour'\]; allowed"),
     ({"parts": ["validation"]}, r"parts \['validation'\] unknown; this dataset has parts \['red', 'white'\]"),

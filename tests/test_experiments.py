@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import yaml
-from conftest import REPO
+from conftest import REPO, load_config
 
 from dperm import experiments as ex
 
@@ -18,10 +17,7 @@ BASE = {
 }
 
 
-def _load(tmp_path, config):
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return ex.load_paper(path)
+_load = load_config
 
 
 def test_cells_specs_and_precedence(tmp_path):
@@ -47,9 +43,10 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
                         "hyper": [{"algorithm": "dp-sgd", "grid": {"epochs": [1, 7]}, "epsilons": [1]}]}
     paper = _load(tmp_path, config)
     nonprivate, dp_sgd = ex.cells(paper)[:2]
-    tuned = {"wine": {"lr": {"l2": 0.5, "hyper": {"dp-sgd": {"epochs": 7}}}}}
+    tuned = {"wine": {"default": {"lr": {"l2": 0.5, "hyper": {"dp-sgd": {"epochs": 7}}}}}}
     untuned = ex.cell_spec(paper, dp_sgd, seed=3)  # what the job receives: the config's values only
-    assert untuned["tuning"] == "private" and untuned["tuned"] == {"l2": True, "hyper": True, "key": "dp-sgd"}
+    assert untuned["tuning"] == "private"
+    assert untuned["tuned"] == {"l2": True, "hyper": True, "key": "dp-sgd", "profile": "default"}
     spec = ex.apply_tuning(untuned, tuned)  # inside the job
     assert spec["model"]["l2"] == 0.5 and spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
     assert "l2-0.5.csv" in ex.optimum_path(spec)

@@ -161,3 +161,24 @@ def test_bank_svm_instability_claim(acc04, obj04, expected):
     cells = [row("dp-agd", 0.1, 0.88, objective=0.40, dataset="bank-dpagd", model="svm"),
              row("dp-agd", 0.4, acc04, objective=obj04, dataset="bank-dpagd", model="svm")]
     assert verdict(claims(pd.DataFrame(cells)), "DP-AGD is unstable") == expected
+
+
+# -- public bounds beside data bounds --------------------------------------------------------------
+
+def test_public_bounds_movement_pairs_each_curve_with_its_figure2_twin():
+    from dperm.papers.lee2018.public_bounds import movement
+
+    def rows(keys, accuracy, objective):
+        return pd.DataFrame([dict(dataset="adult", model="lr", algorithm=k, setting=s, epsilon=e,
+                                  epsilon_spent_mean=0.3 if s == "T1000" else e, accuracy_mean=accuracy,
+                                  accuracy_ci95=0.003, objective_mean=objective, objective_ci95=0.004)
+                             for k in keys for s, e in ((("T1000", np.inf),) if "sgd-ma" in k else (("0.1", 0.1),))])
+
+    data = rows(["dp-agd", "sgd-ma", "objpert"], 0.80, 0.40)
+    public = rows(["dp-agd-public", "sgd-ma-public"], 0.78, 0.43)
+    table = movement(public, data, {"dp-agd-public": "dp-agd", "sgd-ma-public": "sgd-ma", "objpert-public": "objpert"})
+    assert table["algorithm"].tolist() == ["dp-agd", "sgd-ma"]  # objpert has no public cell: no row
+    assert table["epsilon"].tolist() == [0.1, 0.3]  # SGD-MA at the epsilon its accountant computed
+    np.testing.assert_allclose(table["accuracy_delta"], -2.0)  # percentage points
+    np.testing.assert_allclose(table["objective_delta"], 0.03)
+    np.testing.assert_allclose(table["accuracy_delta_ci95"], 100 * np.hypot(0.003, 0.003))

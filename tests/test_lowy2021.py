@@ -38,7 +38,8 @@ def toy_arrays(n=120, seed=0):
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
     y01 = (rng.random(n) < 1 / (1 + np.exp(-3 * X[:, 1] + X[:, 3]))).astype(np.int8)
     columns = np.array(["bias", "sex=Female", "sex=Male", "race=Black", "race=White"])
-    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "columns": columns}
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "columns": columns,
+            "preprocessing": np.array("data-dependent")}
 
 
 def test_evaluation_reproduces_the_protocols_fits():

@@ -74,7 +74,7 @@ def _toy(n=400, p=5, seed=0):
     rng = np.random.default_rng(seed)
     X = np.hstack([np.ones((n, 1)), rng.uniform(size=(n, p - 1))])
     y01 = (X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) > X @ np.full(p, 0.1)).astype(np.int8)
-    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8)}
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "preprocessing": np.array("public-bounds")}
 
 
 def _spec(algorithm="dp-sgd", epsilon="1", draws=3):

@@ -100,7 +100,7 @@ def test_shipped_configs_validate_and_get_defaults():
 @pytest.mark.parametrize("config, fragment", [
     ({"datasets": ["adult", "mnist"]}, "my-config.yaml: datasets[1]: 'mnist' is not allowed; allowed: ['adult', 'bank'"),
     ({"data": {"download": "sometimes"}}, "data.download: 'sometimes' is not allowed; allowed: ['auto', 'always', 'never']"),
-    ({"profiles": {"default": {"scale": "zscore"}}}, "profiles.default.scale: 'zscore' is not allowed; allowed: ['minmax', 'none']"),
+    ({"profiles": {"default": {"scale": "zscore"}}}, "profiles.default.scale: 'zscore' is not allowed; allowed: ['minmax', 'public', 'none']"),
     ({"profiles": {"default": {"rownorm": "unit"}}}, "profiles.default: unknown key(s) ['rownorm']; allowed keys: ['bias'"),
     ({"profiles": {"default": {"per_dataset": {"adullt": {}}}}}, "profiles.default.per_dataset: 'adullt' is not allowed; allowed: ['adult'"),
     ({"colour": 1}, "(top level): unknown key(s) ['colour']; allowed keys: ['audit', 'data', 'datasets'"),

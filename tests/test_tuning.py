@@ -29,13 +29,13 @@ def _data(n=600, seed=0):
     rng = np.random.default_rng(seed)
     X = np.hstack([np.ones((n, 1)), rng.uniform(size=(n, 4))])
     y01 = (X[:, 1] + X[:, 2] > 1.0).astype(np.int8)
-    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8)}
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "preprocessing": np.array("public-bounds")}
 
 
 def test_tuning_picks_the_informative_lambda_and_enough_epochs(tmp_path):
     paper, data = _paper(tmp_path), _data()
     chosen, grid = tune(paper, lambda dataset, profile: data, seed=1)
-    choice = chosen["wine"]["lr"]
+    choice = chosen["wine"]["default"]["lr"]
     assert choice["l2"] == 1e-4  # λ = 10 flattens the separating direction
     assert choice["hyper"]["dp-sgd"] == {"epochs": 3}
     assert grid["chosen"].sum() == 2 and len(grid) == 4
@@ -57,7 +57,7 @@ def test_a_grid_runs_only_where_its_algorithm_does(tmp_path):
     assert runs_with(config, "dp-sgd", "wine", "lr") and not runs_with(config, "dp-sgd", "bike", "lr")
     data = _data()
     chosen, grid = tune(config, lambda dataset, profile: data, seed=1)
-    assert "dp-sgd" in chosen["wine"]["lr"]["hyper"] and chosen["bike"]["lr"]["hyper"] == {}
+    assert "dp-sgd" in chosen["wine"]["default"]["lr"]["hyper"] and chosen["bike"]["default"]["lr"]["hyper"] == {}
     assert set(grid.loc[grid["dataset"] == "bike", "tuned"]) == {"l2"}
     assert needed_profiles(config, "e2", "bike", "lr") == {"default"}
 
@@ -89,7 +89,8 @@ def _imbalanced(n=900, seed=3):
     rng = np.random.default_rng(seed)
     X = np.hstack([np.ones((n, 1)), rng.uniform(size=(n, 3))])
     y01 = (rng.uniform(size=n) < 0.05).astype(np.int8)
-    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8)}
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8),
+            "preprocessing": np.array("data-dependent")}
 
 
 def test_validation_loss_separates_settings_that_tie_in_accuracy(tmp_path):

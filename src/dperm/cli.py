@@ -59,8 +59,14 @@ def _cmd_prepare(args) -> None:
 
     record = registry.get(args.dataset)
     prov = prepare(record, args.fetched, args.out, args.profile, json.loads(args.options) if args.options else {})
-    log.info("prepared %s/%s: n=%d, features=%d, p=%d", record.key, args.profile, prov["n"],
-             prov["n_features"], prov["p"])
+    log.info("prepared %s/%s: n=%d, features=%d, p=%d, preprocessing %s", record.key, args.profile, prov["n"],
+             prov["n_features"], prov["p"], prov["preprocessing"])
+    for name, counts in prov.get("clipped", {}).items():
+        log.info("public bound of %s [%g, %g]: %d value(s) below, %d above, clipped", name,
+                 prov["bounds"][name]["lo"], prov["bounds"][name]["hi"], counts["below"], counts["above"])
+    if "target_clipped" in prov:
+        log.info("public bound of the target: %d value(s) below, %d above, clipped", prov["target_clipped"]["below"],
+                 prov["target_clipped"]["above"])
 
 
 def _cmd_dataset_table(args) -> None:

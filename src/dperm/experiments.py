@@ -215,6 +215,17 @@ def _check_experiment(paper: dict, name: str, exp: dict, where: str) -> None:
     for dataset in exp["per_dataset"]:
         if dataset not in exp["datasets"]:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {exp['datasets']}")
+    other = exp.get("splits_of")
+    if other is not None:
+        if other not in paper["experiments"] or other == name:
+            _fail(f"{where}.splits_of", f"{other!r} is not another experiment of the paper; defined: "
+                                        f"{sorted(paper['experiments'])}")
+        theirs = paper["experiments"][other]
+        splits = [{k: v for k, v in e["protocol"].items() if k != "draws"} for e in (exp, theirs)]
+        if splits[0] != splits[1] or not set(exp["datasets"]) <= set(theirs["datasets"]):
+            _fail(f"{where}.splits_of", f"experiment {other!r} must split as this one does ({splits[0]}; it has "
+                                        f"{splits[1]}) and hold every dataset of this one ({exp['datasets']}; "
+                                        f"it has {theirs['datasets']})")
     sweep = exp.get("sweep")
     if sweep:
         keys = [sweep_key("", sweep["param"], v) for v in sweep["values"]]
@@ -243,6 +254,11 @@ def _check_figure(paper: dict, fig: dict, where: str) -> None:
     if unknown:
         _fail(f"{where}.algorithms", f"{unknown} are not run by experiment {fig['experiment']!r} (nor borrowed); "
                                      f"available: {sorted(available)}")
+    drawn = set(fig.get("algorithms", exp["algorithms"]))
+    for key, partner in fig.get("pairs", {}).items():
+        if key not in drawn or partner not in drawn or key == partner or partner in fig["pairs"]:
+            _fail(f"{where}.pairs.{key}", f"pairs two different curves of the figure ({sorted(drawn)}), the second "
+                                          f"not itself paired; got {key!r} -> {partner!r}")
     datasets = [p["dataset"] for p in fig.get("panels", [])] + fig.get("datasets", [])
     unknown = sorted(set(datasets) - set(exp["datasets"]))
     if unknown:
@@ -256,14 +272,37 @@ def _check_figure(paper: dict, fig: dict, where: str) -> None:
                                 f"({(exp.get('sweep') or {}).get('param')!r}); got {fig.get('param')!r}")
 
 
+def profile_options(profiles: dict, dataset: str, profile: str) -> dict:
+    """A profile's options for one dataset: its common options, then its per-dataset ones."""
+    spec = dict(profiles[profile])
+    per_dataset = spec.pop("per_dataset", {}) or {}
+    return {**spec, **per_dataset.get(dataset, {})}
+
+
 def check_profiles(paper: dict, profiles, source: str) -> None:
-    """Every preprocessing profile the paper uses is defined in the global config."""
+    """Every preprocessing profile the paper uses is defined in the global config, and can
+    prepare every dataset it is used on (a profile with public bounds refuses a dataset with an
+    attribute that has none, docs/privacy.md#public-bounds)."""
+    from .datasets import registry
+    from .datasets.encode import resolve_profile
+
+    checked = set()
     for name in paper["experiments"]:
-        for key in paper["experiments"][name]["algorithms"]:
+        exp = paper["experiments"][name]
+        for key in exp["algorithms"]:
             profile = experiment_profile(paper, name, key)
             if profile not in profiles:
                 raise ConfigError(f"{source}: experiment {name!r}, algorithm {key!r}: profile {profile!r} is not "
                                   f"in config 'profiles' (defined: {sorted(profiles)})")
+            for dataset in exp["datasets"]:
+                if (dataset, profile) in checked:
+                    continue
+                checked.add((dataset, profile))
+                try:
+                    resolve_profile(registry.get(dataset), profile_options(profiles, dataset, profile))
+                except ValueError as err:
+                    raise ConfigError(f"{source}: experiment {name!r}, algorithm {key!r}: profile {profile!r} "
+                                      f"cannot prepare dataset {dataset!r}: {err}") from None
 
 
 # -- cells and jobs ----------------------------------------------------------------------------------
@@ -395,9 +434,11 @@ def cell_spec(paper: dict, cell: Cell, seed: int) -> dict:
         "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed),
         "tuning": "non-private" if exp["data_derived"].get(key) else "private",
     }
+    if "splits_of" in exp:
+        spec["splits_of"] = exp["splits_of"]
     tuned = uses_tuning(paper, cell.experiment, key)
     if tuned is not None:
-        spec["tuned"] = {**tuned, "key": key}
+        spec["tuned"] = {**tuned, "key": key, "profile": exp["profile"]}
     return spec
 
 
@@ -422,10 +463,10 @@ def apply_tuning(spec: dict, tuned: dict | None) -> dict:
         raise ValueError(f"the cell {spec['paper']}/{spec['experiment']}/{spec['dataset']}/"
                          f"{spec['model']['name']}/{spec['cell_algorithm']} needs the paper's tuning choices")
     try:
-        chosen = tuned[spec["dataset"]][spec["model"]["name"]]
+        chosen = tuned[spec["dataset"]][what["profile"]][spec["model"]["name"]]
     except KeyError:
-        raise ValueError(f"the tuning choices have nothing for dataset {spec['dataset']!r}, model "
-                         f"{spec['model']['name']!r}") from None
+        raise ValueError(f"the tuning choices have nothing for dataset {spec['dataset']!r}, tuning profile "
+                         f"{what['profile']!r}, model {spec['model']['name']!r}") from None
     out = copy.deepcopy(spec)
     if what["l2"]:
         out["model"]["l2"] = chosen["l2"]
@@ -492,6 +533,8 @@ def optimum_spec(paper: dict, experiment: str, dataset: str, model: str, profile
     if paper["models"][model]["loss"] == "mlp" and paper["optimum"].get("multistart", 0) > 0:
         spec["multistart"] = {"starts": int(paper["optimum"]["multistart"]),
                               "iterations": int(paper["optimum"].get("multistart_iterations", 200))}
+    if "splits_of" in paper["experiments"][experiment]:
+        spec["splits_of"] = paper["experiments"][experiment]["splits_of"]
     return spec
 
 

@@ -15,7 +15,8 @@ The numeric-ε cells of one (experiment, dataset, model, algorithm) are run as o
 a row or a lone non-private cell is one *job* (:func:`run_job`): one process, one load of the
 data, the training folds cut once; each cell's fits are those it has alone (DP-AGD fits a row's
 ε together, each from its own seed). Every record also carries the fit's hyper-parameters and
-the algorithm's ``extra`` as JSON (:mod:`dperm.records`).
+the algorithm's ``extra`` as JSON (:mod:`dperm.records`), and the ``preprocessing`` label of the
+prepared arrays it ran on (:func:`preprocessing_label`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ RECORD_COLUMNS = [
     "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting", "sweep",
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
     "accuracy", "test_loss", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
-    "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "accounting", "notes",
-    "hyper", "extra", "dperm_version",
+    "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "preprocessing", "dp_as_implemented",
+    "accounting", "notes", "hyper", "extra", "dperm_version",
 ]
 
 _STEPS = re.compile(r"^T([1-9][0-9]*)$")
@@ -118,8 +119,9 @@ def make_splits(protocol: dict, n: int, seed: int) -> list[Split]:
 
 def split_seed(spec: dict) -> int:
     """Splits depend on the dataset and experiment only: every algorithm, model and ε of an
-    experiment sees the same folds (paired comparisons)."""
-    return derive_seed(spec["seed"], spec["paper"], spec["experiment"], spec["dataset"])
+    experiment sees the same folds (paired comparisons); an experiment with ``splits_of`` sees
+    that experiment's folds."""
+    return derive_seed(spec["seed"], spec["paper"], spec.get("splits_of", spec["experiment"]), spec["dataset"])
 
 
 def cell_algorithm(spec: dict) -> str:
@@ -168,9 +170,25 @@ def _metrics(loss, result, train, X_test, y_test):
     return accuracy, test_loss, objective, _per_draw(train.value(W), draws)
 
 
-def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper) -> list[dict]:
+def preprocessing_label(arrays: dict) -> str:
+    """How the prepared arrays were made: ``data-dependent`` (a scaling bound or category list
+    read from the data) or ``public-bounds`` (docs/privacy.md#public-bounds), as prepare wrote it
+    into them."""
+    from .datasets.encode import PREPROCESSING
+
+    if "preprocessing" not in arrays:
+        raise ValueError("the prepared arrays carry no 'preprocessing' entry (prepared by an older dperm?): "
+                         "prepare them again")
+    label = str(arrays["preprocessing"])
+    if label not in PREPROCESSING:
+        raise ValueError(f"the prepared arrays' preprocessing is {label!r}; expected one of {PREPROCESSING}")
+    return label
+
+
+def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper,
+             preprocessing) -> list[dict]:
     """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``,
-    with hyper-parameters ``hyper``)."""
+    with hyper-parameters ``hyper``, on arrays whose preprocessing label is ``preprocessing``)."""
     from .records import record_json
 
     accuracy, test_loss, objective, regularised, opt_gap, excess = metrics
@@ -189,6 +207,7 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
         "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
+        "preprocessing": preprocessing,
         "dp_as_implemented": algo.dp_as_implemented if algo.private else "n/a", "accounting": result.accounting,
         "notes": "; ".join(result.notes),
         "hyper": hyper, "extra": record_json(result.extra, d, result.draws), "dperm_version": __version__,
@@ -268,6 +287,7 @@ class _Cell:
     splits: list
     draws: int
     best: pd.DataFrame | None
+    preprocessing: str
 
     def fold(self, split: Split, folds: dict | None):
         key = (split_seed(self.spec), repr(self.spec["protocol"]), split.fold, split.repeat)
@@ -288,13 +308,13 @@ class _Cell:
                     regularised - row["F_star"])
 
         records = _records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
-                           elapsed, metrics(result), self.full.p, self.recorded_hyper())
+                           elapsed, metrics(result), self.full.p, self.recorded_hyper(), self.preprocessing)
         missing = sorted(set(self.path) - set(result.path))
         if missing:
             raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
         for t in self.path:  # the same run after t steps: its own cell (setting T<t>)
             records += _records(spec, algo, self.privacy, f"T{t}", result.path[t], split, seed, elapsed,
-                                metrics(result.path[t]), self.full.p, self.recorded_hyper(t))
+                                metrics(result.path[t]), self.full.p, self.recorded_hyper(t), self.preprocessing)
         return records
 
     def recorded_hyper(self, steps: int | None = None) -> str:
@@ -327,7 +347,8 @@ def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None) -> _Cell:
     return _Cell(spec=spec, algo=algo, privacy=Privacy(target, spec["delta"]), hyper=hyper, path=path,
                  full=full, splits=make_splits(spec["protocol"], full.n, split_seed(spec)),
                  draws=int(spec["protocol"].get("draws", 1)) if algo.private else 1,
-                 best=optima.set_index(["fold", "repeat"]) if optima is not None else None)
+                 best=optima.set_index(["fold", "repeat"]) if optima is not None else None,
+                 preprocessing=preprocessing_label(arrays))
 
 
 def _log_split(log, cells, i, split, result, elapsed) -> None:

@@ -26,6 +26,12 @@ log: the grid may be too narrow there.
 Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits. A tuning job
 receives :func:`tuning_spec`, the part of the paper config it reads, so that it reruns exactly
 when one of those values changes.
+
+Choices are made per *tuning profile*, the preprocessing profile of the tuned experiment (its
+``profile`` key; an algorithm's own profile still decides where its grid runs): an experiment on
+public bounds (docs/privacy.md#public-bounds) gets λ chosen on public-bounds data, never on data
+scaled with bounds read from the rows. The choices file is ``{dataset: {profile: {model:
+choice}}}``.
 """
 
 from __future__ import annotations
@@ -60,28 +66,36 @@ def tuned_algorithms(paper: dict) -> list[str]:
     return [registered_name(paper, k) if k in paper["algorithms"] else k for k in keys]
 
 
+def tuning_profile(paper: dict, experiment: str) -> str:
+    """The profile an experiment's choices are made on (its ``profile``; module docstring)."""
+    return paper["experiments"][experiment]["profile"]
+
+
 def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
-    """(dataset, model, experiment) for every pair the tuned experiments use (first experiment wins)."""
+    """(dataset, model, experiment) for every (dataset, model, tuning profile) the tuned
+    experiments use (the first experiment of each wins)."""
     seen, out = set(), []
     for name in paper["tuning"]["experiments"]:
         exp = paper["experiments"][name]
         for dataset, model in ((d, m) for d in exp["datasets"] for m in experiment_models(exp, d)):
-            if (dataset, model) not in seen:
-                seen.add((dataset, model))
+            if (dataset, model, exp["profile"]) not in seen:
+                seen.add((dataset, model, exp["profile"]))
                 out.append((dataset, model, name))
     return out
 
 
-def runs_with(paper: dict, key: str, dataset: str, model: str) -> bool:
-    """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments."""
+def runs_with(paper: dict, key: str, dataset: str, model: str, profile: str | None = None) -> bool:
+    """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments (of
+    tuning profile ``profile``, when given)."""
     return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in experiment_models(exp, dataset)
-               and runs_on(exp, key, model)
+               and runs_on(exp, key, model) and profile in (None, exp["profile"])
                for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
 
 
 def needed_profiles(paper: dict, experiment: str, dataset: str, model: str) -> set[str]:
     tuning = paper["tuning"]
-    keys = [b["algorithm"] for b in tuning.get("hyper", []) if runs_with(paper, b["algorithm"], dataset, model)]
+    keys = [b["algorithm"] for b in tuning.get("hyper", [])
+            if runs_with(paper, b["algorithm"], dataset, model, tuning_profile(paper, experiment))]
     profiles = {paper["experiments"][experiment]["profile"]} if "l2" in tuning else set()
     return profiles | {experiment_profile(paper, experiment, k) for k in keys}
 
@@ -103,7 +117,7 @@ def _spec(paper, experiment, dataset, model, key, l2, hyper, epsilon, seed):
             "seed": int(seed), "tuning": "non-private"}
 
 
-GRID_COLUMNS = ["dataset", "model", "tuned", "setting", "mean_validation_loss", "mean_accuracy", "chosen",
+GRID_COLUMNS = ["dataset", "profile", "model", "tuned", "setting", "mean_validation_loss", "mean_accuracy", "chosen",
                 "at_edge"]
 
 
@@ -149,16 +163,18 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
         return run_cell(spec, data(spec["dataset"], spec["profile"]), log=None,
                         folds=folds.setdefault((spec["dataset"], spec["profile"]), {}))
 
-    def report(dataset, model, what, grid, point, loss, accuracy):
+    def report(where, what, grid, point, loss, accuracy):
         edge = grid_edges(grid, point)
         setting = ", ".join(f"{n}={v}" for n, v in point.items())
-        log(f"{dataset}/{model}: {what} {setting} (mean validation loss {loss:.4f}, accuracy {accuracy:.4f})"
+        log(f"{where}: {what} {setting} (mean validation loss {loss:.4f}, accuracy {accuracy:.4f})"
             + (f"; WARNING: at the edge of its grid: {edge}" if edge else ""))
         return edge
 
     for dataset, model, experiment in tuning_jobs(paper):
         if datasets is not None and dataset not in datasets:
             continue
+        profile = tuning_profile(paper, experiment)
+        where = f"{dataset}/{profile}/{model}"
         default_l2 = paper["models"][model].get("l2", 0.0)
         choice = {"l2": default_l2, "hyper": {}}
         edges, texts = {}, {}  # per tuned key: the chosen point's edge note and its setting text
@@ -168,15 +184,16 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             for l2 in grid:
                 spec = _spec(paper, experiment, dataset, model, "nonprivate", l2, {}, "inf", seed)
                 scores.append(_score([run(spec)], criterion))
-                rows.append({"dataset": dataset, "model": model, "tuned": "l2", "setting": f"l2={l2}",
-                             "mean_validation_loss": scores[-1][1], "mean_accuracy": scores[-1][2]})
+                rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": "l2",
+                             "setting": f"l2={l2}", "mean_validation_loss": scores[-1][1],
+                             "mean_accuracy": scores[-1][2]})
             best = min(range(len(grid)), key=lambda i: (scores[i][0], -grid[i]))
             choice["l2"] = float(grid[best])
             texts["l2"] = f"l2={grid[best]}"
-            edges["l2"] = report(dataset, model, "lambda", {"l2": grid}, {"l2": grid[best]}, *scores[best][1:])
+            edges["l2"] = report(where, "lambda", {"l2": grid}, {"l2": grid[best]}, *scores[best][1:])
         for block in tuning.get("hyper", []):
             key = block["algorithm"]
-            if not runs_with(paper, key, dataset, model):
+            if not runs_with(paper, key, dataset, model, profile):
                 continue
             l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
             names = sorted(block["grid"])
@@ -185,17 +202,17 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                 point = dict(zip(names, values))
                 score = _score([run(spec) for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps,
                                                              seed) for eps in block["epsilons"])], criterion)
-                rows.append({"dataset": dataset, "model": model, "tuned": key,
+                rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": key,
                              "setting": ", ".join(f"{n}={v}" for n, v in point.items()),
                              "mean_validation_loss": score[1], "mean_accuracy": score[2]})
                 if best_score is None or score[0] < best_score[0]:
                     best_score, best_point = score, point
             choice["hyper"][key] = best_point
             texts[key] = ", ".join(f"{n}={v}" for n, v in best_point.items())
-            edges[key] = report(dataset, model, key, block["grid"], best_point, *best_score[1:])
-        chosen.setdefault(dataset, {})[model] = choice
+            edges[key] = report(where, key, block["grid"], best_point, *best_score[1:])
+        chosen.setdefault(dataset, {}).setdefault(profile, {})[model] = choice
         for row in rows:
-            if row["dataset"] == dataset and row["model"] == model:
+            if (row["dataset"], row["profile"], row["model"]) == (dataset, profile, model):
                 row["chosen"] = row["setting"] == texts.get(row["tuned"])
                 row["at_edge"] = edges.get(row["tuned"], "") if row["chosen"] else ""
     return chosen, pd.DataFrame(rows, columns=GRID_COLUMNS)

@@ -127,9 +127,7 @@ def prepared(key, profile="default"):
 
 def profile_options(key, profile):
     """A profile's options for one dataset: its common options, then its per-dataset ones."""
-    spec = dict(config["profiles"][profile])
-    per_dataset = spec.pop("per_dataset", {}) or {}
-    return {**spec, **per_dataset.get(key, {})}
+    return experiments.profile_options(config["profiles"], key, profile)
 
 
 def configured_available_datasets():

@@ -13,15 +13,22 @@ Steps, in this order (each a profile option; the defaults are ``PROFILE_DEFAULTS
    min-max scaled to [0, 1] when ``target_scale: minmax`` (docs/deviations.md#zhang-unknowns), raw
    otherwise.
 4. Features, in registry column order: a numeric column is min-max scaled to [0, 1] over the kept
-   rows (``scale: minmax``; a constant column becomes 0); a categorical column becomes one 0/1
-   column per category, named ``<col>=<value>``, categories in sorted string order.
+   rows (``scale: minmax``; a constant column becomes 0), or with its declared public bound,
+   values outside it clipped and counted (``scale: public``, :mod:`.bounds`), or left raw
+   (``scale: none``); a categorical column becomes one 0/1 column per category, named
+   ``<col>=<value>``, categories in sorted string order: those the data hold, or with ``scale:
+   public`` those the documentation lists (plus ``<missing>`` when the files mark missing values
+   and rows with one are kept).
 5. ``row_norm``: ``unit`` rescales every row to norm ``row_norm_radius``; ``clip`` rescales only
    rows longer than that; ``none`` leaves rows alone.
 6. ``bias``: a value b > 0 prepends the constant column b (column 0, named ``bias``); 0 adds none.
    The bias is added after step 5, so rows then have norm at most sqrt(radius^2 + b^2).
 
-Min-max bounds come from the data themselves (the papers' preprocessing), which is a
-non-private use of the data (docs/privacy.md#data-dependent-choices); the provenance says so.
+Min-max bounds and category lists taken from the data themselves (the papers' preprocessing) are
+a non-private use of the data (docs/privacy.md#data-dependent-choices). Every prepared array set
+says which it was, in its ``preprocessing`` entry: ``data-dependent`` when any scaling bound or
+category list was read from the data, ``public-bounds`` when none was (every bound and category
+list declared, docs/privacy.md#public-bounds). Run records copy it from there.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .bounds import public_schema, scale_public
 from .canonical import PART
 from .registry import Dataset
 
@@ -43,11 +51,14 @@ PROFILE_DEFAULTS = {
     "subsample": None,
 }
 PROFILE_CHOICES = {
-    "scale": ("minmax", "none"),
+    "scale": ("minmax", "public", "none"),
     "row_norm": ("none", "unit", "clip"),
-    "target_scale": ("minmax", "none"),
+    "target_scale": ("minmax", "public", "none"),
 }
 MISSING = "<missing>"
+# The ``preprocessing`` label of prepared arrays and run records.
+DATA_DEPENDENT, PUBLIC_BOUNDS = "data-dependent", "public-bounds"
+PREPROCESSING = (DATA_DEPENDENT, PUBLIC_BOUNDS)
 
 
 def resolve_profile(record: Dataset, options: dict | None) -> dict:
@@ -81,6 +92,9 @@ def resolve_profile(record: Dataset, options: dict | None) -> dict:
     prof["row_norm_radius"] = float(prof["row_norm_radius"])
     prof["bias"] = float(prof["bias"])
     prof["subsample"] = _check_subsample(prof["subsample"])
+    if prof["scale"] == "public" or prof["target_scale"] == "public":
+        public_schema(record, target=record.task == "regression" and prof["target_scale"] == "public",
+                      numeric=prof["scale"] == "public")
     return prof
 
 
@@ -133,9 +147,31 @@ def _minmax(block: np.ndarray) -> np.ndarray:
     return scaled
 
 
+def _one_hot(record: Dataset, name: str, values: pd.Series, listed) -> tuple[np.ndarray, list]:
+    """A categorical column as 0/1 columns, categories in sorted order: those in ``values``, or
+    the declared ones ``listed`` (a value outside them is an error naming it)."""
+    values = values.fillna(MISSING)
+    if listed is None:
+        codes, cats = pd.factorize(values, sort=True)
+    else:
+        cats = sorted(listed)
+        codes = pd.Index(cats).get_indexer(values.to_numpy(dtype=object))
+        if (codes < 0).any():
+            odd = sorted(set(values[codes < 0].tolist()))[:5]
+            raise ValueError(f"{record.key}: column {name!r} holds {odd}, which its documented categories "
+                             f"{cats} do not list (docs/privacy.md#public-bounds)")
+    block = np.zeros((len(codes), len(cats)))
+    block[np.arange(len(codes)), codes] = 1.0
+    return block, list(cats)
+
+
 def encode(record: Dataset, table: pd.DataFrame, options: dict | None = None) -> tuple[dict, dict]:
     """Return ``(arrays, info)``: arrays for ``np.savez`` and facts for the provenance record."""
     prof = resolve_profile(record, options)
+    public = prof["scale"] == "public"
+    target_public = record.task == "regression" and prof["target_scale"] == "public"
+    bounds, listed, target_bound = (public_schema(record, target=target_public, numeric=public)
+                                    if public or target_public else ([], {}, None))
     info = {"n_raw": int(len(table))}
     table = table[table[PART].isin(prof["parts"]).to_numpy()]
     info["n_in_parts"] = int(len(table))
@@ -147,22 +183,37 @@ def encode(record: Dataset, table: pd.DataFrame, options: dict | None = None) ->
     info["n_before_subsample"] = int(len(table))
     table = _subsample(table, prof["subsample"], record.key)
 
-    blocks, names, num_cols = [], [], []
+    blocks, names, num_cols, num_names = [], [], [], []
     for column in record.columns:
         values = table[column.name]
         if column.kind == "num":
             num_cols.append(len(names))
+            num_names.append(column.name)
             blocks.append(values.to_numpy(dtype=np.float64)[:, None])
             names.append(column.name)
         else:
-            codes, cats = pd.factorize(values.fillna(MISSING), sort=True)
-            block = np.zeros((len(codes), len(cats)))
-            block[np.arange(len(codes)), codes] = 1.0
+            declared = None
+            if public:
+                # <missing> where the registry says the files mark missing values and rows with
+                # them are kept: a public fact, whatever rows hold one.
+                kept = record.missing_marker is not None and not prof["drop_missing"]
+                declared = list(listed[column.name]) + ([MISSING] if kept else [])
+            block, cats = _one_hot(record, column.name, values, declared)
             blocks.append(block)
             names.extend(f"{column.name}={c}" for c in cats)
     X = np.hstack(blocks) if blocks else np.empty((len(table), 0))
     if prof["scale"] == "minmax" and num_cols:
         X[:, num_cols] = _minmax(X[:, num_cols])
+    elif public and num_cols:
+        X[:, num_cols], below, above = scale_public(X[:, num_cols], bounds)
+        info["clipped"] = {name: {"below": int(b), "above": int(a)}
+                           for name, b, a in zip(num_names, below, above)}
+        info["bounds"] = {name: bound.as_dict() for name, bound in zip(num_names, bounds)}
+    from_data = {
+        "scaling_bounds": bool(num_cols) and prof["scale"] == "minmax",
+        "target_bounds": record.task == "regression" and prof["target_scale"] == "minmax",
+        "categories": not public and bool(record.categorical),
+    }
 
     norms = np.linalg.norm(X, axis=1)
     radius = prof["row_norm_radius"]
@@ -192,7 +243,15 @@ def encode(record: Dataset, table: pd.DataFrame, options: dict | None = None) ->
         info["target_min"], info["target_max"] = float(y.min()), float(y.max())
         if prof["target_scale"] == "minmax":
             y = _minmax(y[:, None])[:, 0]
+        elif target_public:
+            scaled, below, above = scale_public(y[:, None], [target_bound])
+            y = scaled[:, 0]
+            info["target_clipped"] = {"below": int(below[0]), "above": int(above[0])}
+            info["target_bound"] = target_bound.as_dict()
         arrays["y"] = y
+    label = DATA_DEPENDENT if any(from_data.values()) else PUBLIC_BOUNDS
+    arrays["preprocessing"] = np.array(label)
     info.update(n=int(X.shape[0]), n_features=int(n_features), p=int(X.shape[1]),
-                max_row_norm=float(np.linalg.norm(X, axis=1).max()) if len(X) else 0.0)
+                max_row_norm=float(np.linalg.norm(X, axis=1).max()) if len(X) else 0.0,
+                preprocessing=label, read_from_data=[k for k, v in from_data.items() if v])
     return arrays, {"profile": prof, **info}

@@ -1,9 +1,11 @@
 """Fetched raw files -> ``resources/prepared/{dataset}/{profile}.npz`` plus a provenance JSON.
 
 The ``.npz`` holds ``X`` (float64, bias in column 0 when the profile adds one), ``columns``,
-``part`` (file of origin per row) and the labels: ``y01`` and ``ypm`` (int8) for classification,
-``y`` (float64) for regression. The ``.json`` beside it records where every byte came from
-(source file hashes), the resolved profile options, counts, and the dperm version.
+``part`` (file of origin per row), the labels: ``y01`` and ``ypm`` (int8) for classification,
+``y`` (float64) for regression, and ``preprocessing`` (``data-dependent`` or ``public-bounds``,
+:mod:`.encode`), which every run record on these arrays copies. The ``.json`` beside it records
+where every byte came from (source file hashes), the resolved profile options, counts (with
+public bounds: the declared bounds and how many values each clipped), and the dperm version.
 """
 
 from __future__ import annotations
@@ -56,12 +58,10 @@ def prepare(record: Dataset, manifest_path, out_npz, profile_name: str, options:
         "profile_name": profile_name, **info,
         "columns_order": "registry column order; categorical columns one-hot as <col>=<value>, "
                          "values in sorted order; bias (if any) first",
-        "caveats": ["min-max bounds are computed from the data (non-private preprocessing, "
-                     "docs/privacy.md#data-dependent-choices)"]
-                   if prof["scale"] == "minmax" else [],
+        "caveats": caveats(record, prof, info),
         "source": {"kind": manifest["source"], "files": manifest["files"]},
         "arrays_sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in arrays.items()
-                          if k != "columns"},
+                          if k not in ("columns", "preprocessing")},
         "dperm_version": __version__,
     }
     out_npz = Path(out_npz)
@@ -70,6 +70,25 @@ def prepare(record: Dataset, manifest_path, out_npz, profile_name: str, options:
             np.savez(fh, **arrays)
     write_json_atomic(provenance_path(out_npz), provenance)
     return provenance
+
+
+def caveats(record: Dataset, prof: dict, info: dict) -> list[str]:
+    """What a reader of the prepared data must know about its preprocessing's privacy."""
+    out = []
+    if "scaling_bounds" in info["read_from_data"]:
+        out.append("min-max bounds are computed from the data (non-private preprocessing, "
+                   "docs/privacy.md#data-dependent-choices)")
+    if "target_bounds" in info["read_from_data"]:
+        out.append("the regression target's min-max bounds are computed from the data (non-private "
+                   "preprocessing, docs/privacy.md#data-dependent-choices)")
+    if "categories" in info["read_from_data"]:
+        out.append("one-hot categories are those the data hold (non-private preprocessing, "
+                   "docs/privacy.md#data-dependent-choices)")
+    if prof["scale"] == "public":
+        clipped = sum(c["below"] + c["above"] for c in info.get("clipped", {}).values())
+        out.append(f"numeric attributes scaled with the registry's public bounds, {clipped} value(s) clipped "
+                   "to them (per attribute: 'clipped'); categories as documented (docs/privacy.md#public-bounds)")
+    return out
 
 
 def provenance_path(npz_path) -> Path:

@@ -25,6 +25,22 @@ def with_quick_note(text: str, quick: bool) -> str:
     return f"{QUICK_NOTE} {text}".strip() if quick else text
 
 
+def preprocessing_text(shown) -> str:
+    """Whether the curves' features were scaled with bounds read from the data (the papers'
+    min-max, not private) or with public bounds (docs/privacy.md#public-bounds)."""
+    kinds = set(shown["preprocessing"]) if "preprocessing" in shown else set()
+    if kinds == {"data-dependent"}:
+        return ("Preprocessing: min-max scaling with bounds read from the data, test folds included (not "
+                "private, docs/privacy.md#data-dependent-choices).")
+    if kinds == {"public-bounds"}:
+        return "Preprocessing: public attribute bounds and categories (docs/privacy.md#public-bounds)."
+    if kinds:
+        public = sorted(set(shown.loc[shown["preprocessing"] == "public-bounds", "algorithm"]))
+        return ("Preprocessing: public attribute bounds (docs/privacy.md#public-bounds) for " + ", ".join(public)
+                + "; bounds read from the data, test folds included (not private) for the others.")
+    return ""
+
+
 def figure_caption(spec: dict, summary, protocol: dict, borrowed: dict | None = None, quick: bool = False) -> str:
     """The configured caption plus what every reader must know: protocol (that of each
     experiment a curve comes from), variants, tuning. ``borrowed``: experiment -> (its
@@ -45,5 +61,6 @@ def figure_caption(spec: dict, summary, protocol: dict, borrowed: dict | None = 
     if (shown["tuning"] == "non-private").any():
         tuned = sorted(set(shown.loc[shown["tuning"] == "non-private", "algorithm"]))
         parts.append("Hyper-parameters chosen by non-private tuning for: " + ", ".join(tuned) + ".")
+    parts.append(preprocessing_text(shown))
     parts.append("Bands: 95% CI of the mean.")
     return with_quick_note(" ".join(p for p in parts if p), quick)

@@ -89,15 +89,30 @@ def save_figure(fig, png, pdf):
     plt.close(fig)
 
 
+def paired_styles(style: dict, pairs: dict) -> dict:
+    """``style`` with each paired key drawn as its partner (colour, marker), dash-dotted with
+    hollow markers; a key paired with a baseline gets that baseline's colour, dash-dotted."""
+    style = dict(style)
+    for key, partner in pairs.items():
+        if partner in BASELINES:
+            style[key] = dict(color=BASELINES[partner][1], ls="-.", baseline=BASELINES[partner][0])
+        else:
+            style[key] = {**style[partner], "ls": "-.", "mfc": "none"}
+    return style
+
+
 def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title="", caption="",
-                   unavailable=None, metrics=("accuracy", "objective"), labels=None, palette=()):
+                   unavailable=None, metrics=("accuracy", "objective"), labels=None, palette=(), pairs=None):
     """Rows = metrics, columns = (dataset, model) panels; one line per algorithm key against ε.
     ``palette``: the paper's algorithm keys, which fix each algorithm's colour (see
-    :func:`algorithm_styles`)."""
-    unavailable, labels = unavailable or {}, labels or {}
-    style = algorithm_styles(algorithms, palette)
+    :func:`algorithm_styles`); ``pairs``: key -> the key whose colour it is drawn in
+    (:func:`paired_styles`). A figure with many curves over few panels is drawn wider, so that
+    its legend fits."""
+    unavailable, labels, pairs = unavailable or {}, labels or {}, pairs or {}
+    style = paired_styles(algorithm_styles([k for k in algorithms if k not in pairs], palette), pairs)
     models = {m for _, m in panels}
-    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(3.6 * len(panels), 3.0 * len(metrics)),
+    width = max(3.6 * len(panels), 0.45 * len(algorithms))  # room for a long legend under few panels
+    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(width, 3.0 * len(metrics)),
                              squeeze=False, sharex="col")
     for j, (dataset, model) in enumerate(panels):
         data = summary[(summary["dataset"] == dataset) & (summary["model"] == model)]
@@ -109,11 +124,13 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
                 continue
             for key in algorithms:
                 cell = data[data["algorithm"] == key]
-                if key in BASELINES:
+                if key in BASELINES or "baseline" in style.get(key, {}):
                     if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
                         continue
-                    name, colour, dash = BASELINES[key]
-                    ax.axhline(cell[f"{metric}_mean"].iloc[0], color=colour, ls=dash, lw=1.2, label=name)
+                    name, colour, dash = (BASELINES[key] if key in BASELINES else
+                                          (style[key]["baseline"], style[key]["color"], style[key]["ls"]))
+                    ax.axhline(cell[f"{metric}_mean"].iloc[0], color=colour, ls=dash, lw=1.2,
+                               label=labels.get(key, name))
                     continue
                 cell = cell.assign(x=_x(cell)).sort_values("x")
                 if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():

@@ -56,7 +56,7 @@ def draw(spec: dict, summary_paths, png, pdf) -> None:
         figures.epsilon_figure(summary, panels=panels,
                                algorithms=spec.get("algorithms", spec["experiment_algorithms"]),
                                unavailable=spec.get("unavailable", {}), labels=spec.get("labels"),
-                               palette=spec["palette"], **common)
+                               palette=spec["palette"], pairs=spec.get("pairs"), **common)
     else:
         figures.sweep_figure(summary, param=spec["param"], values=spec["sweep_values"],
                              param_label=spec.get("param_label"), protocol=spec["protocol"], **common)

@@ -13,8 +13,10 @@ from scipy import stats
 
 from ..files import write_text_atomic
 
+# A cell's labels: a summary row never pools fits that differ in one (a data-dependent cell is
+# never averaged with a public-bounds one, a tuned with an untuned one).
 KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting", "sweep",
-        "tuning", "dp_as_implemented"]
+        "tuning", "preprocessing", "dp_as_implemented"]
 METRICS = ["accuracy", "test_loss", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
 CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × repeats × draws, "
            "treated as independent; fits of one fold share their training rows)")
@@ -50,7 +52,7 @@ def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap",
     """The summary as Markdown; a metric no cell has (e.g. opt_gap where L* is not solved) is
     left out rather than shown as an empty column."""
     metrics = [m for m in metrics if summary[f"{m}_mean"].notna().any()] or list(metrics[:1])
-    shown = summary[["dataset", "model", "label", "setting", "tuning"]].copy()
+    shown = summary[["dataset", "model", "label", "setting", "tuning", "preprocessing"]].copy()
     for m in metrics:
         shown[m] = [_cell(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"])]
     shown["n"] = summary[f"{metrics[0]}_n"]

@@ -74,12 +74,42 @@ rule lee2018_claims:
         " > {log} 2>&1"
 
 
+# Only where the config declares the public-bounds figure: its pairs say which curves to compare.
+LEE_PUBLIC = LEE["figures"].get("public-bounds")
+LEE_TABLES = ("table1", "table2", "claims") + (("public-bounds",) if LEE_PUBLIC else ())
+
+
+rule lee2018_public_bounds:
+    input:
+        public=summary("lee2018", LEE_PUBLIC["experiment"] if LEE_PUBLIC else "public-bounds"),
+        data=summary("lee2018", "fig2"),
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/public-bounds.csv",
+            caption=paper_caption("lee2018", "public_bounds"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/public-bounds.md",
+    log:
+        f"{OUT}logs/lee2018/public-bounds.log",
+    conda:
+        "../../envs/dperm.yaml"
+    params:
+        pairs=json.dumps((LEE_PUBLIC or {}).get("pairs", {}), sort_keys=True),
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    shell:
+        "python -m dperm lee2018 public-bounds {input.public} {input.data} --pairs {params.pairs:q}"
+        " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
+
+
 rule lee2018:
     """Every table and figure of Lee & Kifer 2018 (see config/papers/lee2018.yaml)."""
     input:
         paper_outputs("lee2018"),
         [
             f"{OUT}results/tables/lee2018/{name}.{ext}"
-            for name in ("table1", "table2", "claims")
+            for name in LEE_TABLES
             for ext in ("csv", "md")
         ],

@@ -2,9 +2,10 @@
 per-Iteration Privacy Budget" (KDD'18): DP-AGD against ObjPert, OutPert, PrivGene, SGD-Adv and
 SGD-MA. What the target produces and how it differs from the paper: docs/papers/lee2018.md.
 
-The grid (Figures 1–4, the reference variants) is ``config/papers/lee2018.yaml``; this package
-adds Table 1 (:mod:`.tables`), Table 2 and the claims check (:mod:`.claims`), each a
-``python -m dperm lee2018 <verb>`` command run by ``workflow/rules/papers/lee2018.smk``.
+The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on public bounds) is
+``config/papers/lee2018.yaml``; this package adds Table 1 (:mod:`.tables`), Table 2, the claims
+check (:mod:`.claims`) and the public-bounds table (:mod:`.public_bounds`), each a ``python -m
+dperm lee2018 <verb>`` command run by ``workflow/rules/papers/lee2018.smk``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ def add_cli(sub) -> None:
     v.add_argument("summaries", nargs="+", help="the fig2 and fig3 experiment summaries (.csv)")
     v.set_defaults(func=_claims)
 
+    v = verbs.add_parser("public-bounds", help="how much Figure 2 moves on public attribute bounds")
+    v.add_argument("public", help="the public-bounds experiment's summary (.csv)")
+    v.add_argument("data", help="the summary of the experiment its curves are paired with (fig2.csv)")
+    v.add_argument("--pairs", required=True, help="JSON {public-bounds key: Figure 2 key} (the figure's pairs)")
+    v.set_defaults(func=_public_bounds)
+
     for v in verbs.choices.values():
         v.add_argument("--csv", required=True)
         v.add_argument("--md", required=True)
@@ -109,6 +116,20 @@ def _table2(args) -> None:
 
     write_table(table2(pd.read_csv(args.datasets), DATASET_SHAPES), args.csv, args.md,
                 with_quick_note(TABLE2_NOTE, args.quick))
+
+
+def _public_bounds(args) -> None:
+    import json
+
+    import pandas as pd
+
+    from ...report.captions import with_quick_note
+    from ...report.tables import write_table
+    from .public_bounds import NOTE, movement
+
+    read = lambda path: pd.read_csv(path, keep_default_na=False, na_values=[""])  # noqa: E731
+    table = movement(read(args.public), read(args.data), json.loads(args.pairs))
+    write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
 
 
 def _claims(args) -> None:
