@@ -19,7 +19,7 @@ be caught, ε_LB > ε. An audit that misses one of those fails, whatever the res
 The Gumbel selection (DP-AGD's ``selection: gumbel``, docs/privacy.md#bounded-range-selection) is
 audited twice: inside DP-AGD by DP-AGD's own cases, and alone, as here. Inside DP-AGD a
 selection run at twice its ε cannot be caught: the claim (ε, δ) is converted to ρ by Bun &
-Steinke's bound, and a selection using all of ρ is √(8ρ) ≈ 0.42ε-bounded-range at δ = 10⁻⁵, so
+Steinke's bound, and a selection using all of ρ is √(8ρ) ≈ 0.41ε-bounded-range at ε = 1, δ = 10⁻⁵, so
 even twice that stays below ε. Alone, the selection's claim is its own pure ε (ε-bounded range
 implies ε-DP), which the mutants exceed twofold.
 
