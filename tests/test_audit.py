@@ -31,7 +31,7 @@ def test_every_registered_private_algorithm_is_an_audit_subject():
     names = {s.name for s in audit.registered_subjects()}
     assert names == {n for n in algorithm_names() if get_algorithm(n).private}
     mutants = [s for s in audit.subjects() if s.kind == "mutant"]
-    assert len(mutants) == 3 and not any(s.expect_private for s in mutants)
+    assert len(mutants) == 5 and not any(s.expect_private for s in mutants)
     assert len({audit.slug(s.name) for s in audit.subjects()}) == len(audit.subjects())
 
 
@@ -46,7 +46,10 @@ def test_the_bound_is_valid_on_identical_mechanisms_and_sees_a_clear_shift():
 @pytest.mark.parametrize("name", ["noisy max, scale for general scores", "mutant: noisy max assuming monotone scores",
                                   "dp-sgd (audit case: one full-batch step)",
                                   "mutant: dp-sgd with half the calibrated noise",
-                                  "outpert-reference", "outpert-gd", "dp-agd-reference"])
+                                  "outpert-reference", "outpert-gd", "dp-agd-reference",
+                                  "Gumbel selection, monotone scale", "mutant: Gumbel selection at twice its epsilon",
+                                  "Gumbel selection, general scale",
+                                  "mutant: Gumbel selection assuming monotone scores"])
 def test_fast_controls_are_caught_and_their_correct_counterparts_pass(name):
     rows = audit.run_subject(audit.subject(name), seed=0)
     assert rows and audit.audit_ok(rows), rows

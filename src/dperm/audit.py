@@ -10,10 +10,18 @@ lower bound ε_LB = ln((P_hi − δ)/P_lo) at 95% confidence (hockey-stick form,
 keeps the bound valid without a correction for the choice.
 
 A correct algorithm passes when ε_LB ≤ its claimed ε. The audit also has to show power: every
-reference variant registered as not DP as implemented, and three mutants that exist only here
+reference variant registered as not DP as implemented, and five mutants that exist only here
 (half the calibrated noise; a selection that assumes monotone scores on scores that are not;
-fixed-size batches accounted as Poisson sampling), must be caught, ε_LB > ε. An audit that
-misses one of those fails, whatever the rest shows.
+fixed-size batches accounted as Poisson sampling; a Gumbel selection charged ε²/8 but run at
+twice its ε; a Gumbel selection with the monotone scale on scores that are not monotone), must
+be caught, ε_LB > ε. An audit that misses one of those fails, whatever the rest shows.
+
+The Gumbel selection (DP-AGD's ``selection: gumbel``, docs/privacy.md#bounded-range-selection) is
+audited twice: inside DP-AGD by DP-AGD's own cases, and alone, as here. Inside DP-AGD a
+selection run at twice its ε cannot be caught: the claim (ε, δ) is converted to ρ by Bun &
+Steinke's bound, and a selection using all of ρ is √(8ρ) ≈ 0.41ε-bounded-range at ε = 1, δ = 10⁻⁵, so
+even twice that stays below ε. Alone, the selection's claim is its own pure ε (ε-bounded range
+implies ε-DP), which the mutants exceed twofold.
 
 The claim of an algorithm whose ε is computed (SGD-MA) is the ε its release reports.
 """
@@ -173,20 +181,26 @@ def _dp_sgd_fixed_batches(problem, privacy, rng, draws=1, **hyper):
     return result
 
 
-def _selection(monotone: bool):
+def _selection(monotone: bool, noise: str = "exponential", factor: float = 1.0):
     """A two-candidate noisy max over column sums of the data, with scale Δ/ε when ``monotone``
     (valid only if every score moves the same way) and 2Δ/ε otherwise; it releases the one-hot
-    vector of its choice."""
+    vector of its choice. With Gumbel noise it is the exponential mechanism, charged ρ = ε²/8
+    (ε-bounded range) and run at ε_sel = ``factor``·√(8ρ) (``factor`` 2: the mutant)."""
     from .algorithms.base import FitResult
-    from .privacy import report_noisy_max
+    from .privacy import bounded_range_epsilon_for_zcdp, report_noisy_max, zcdp_of_bounded_range
 
     def fit(problem, privacy, rng, draws=1):
         scores = np.tile(problem.X.sum(axis=0), (draws, 1))
-        k = report_noisy_max(scores, sensitivity=1.0, epsilon=privacy.epsilon, rng=rng, monotone=monotone)
+        eps = privacy.epsilon
+        if noise == "gumbel":
+            eps = factor * bounded_range_epsilon_for_zcdp(zcdp_of_bounded_range(eps))
+        k = report_noisy_max(scores, sensitivity=1.0, epsilon=eps, rng=rng, monotone=monotone, noise=noise)
         weights = np.zeros((draws, problem.p))
         weights[np.arange(draws), k] = 1.0
+        accounting = ("one noisy max, pure epsilon" if noise != "gumbel" else
+                      "one exponential mechanism (Gumbel noise), epsilon-bounded range => epsilon-DP, epsilon^2/8-zCDP")
         return FitResult(weights=weights, epsilon_spent=privacy.epsilon, delta_spent=0.0, adjacency="add-remove",
-                         accounting="one noisy max, pure epsilon")
+                         accounting=accounting)
 
     return fit
 
@@ -200,6 +214,19 @@ def _selection_cases() -> list[AuditCase]:
     X = np.zeros((20, 2))
     d, d_prime = Problem(X, np.zeros(20), Logistic()), Problem(np.vstack([X, [1.0, -1.0]]), np.zeros(21), Logistic())
     return [AuditCase("scores moving in opposite directions", d, d_prime, Privacy(1.0, 0.0), {},
+                      statistic=lambda W: W[:, 1], runs=20_000)]
+
+
+def _monotone_selection_cases() -> list[AuditCase]:
+    """D: rows of zeros and one (1, 0); D′ adds (0, 1): the second score rises to tie the first
+    (monotone, Δ = 1). At scale 1/ε the second candidate's probability moves from σ(−ε) to ½."""
+    from .algorithms.base import Privacy
+    from .losses import Logistic
+    from .problem import Problem
+
+    X = np.vstack([np.zeros((19, 2)), [1.0, 0.0]])
+    d, d_prime = Problem(X, np.zeros(20), Logistic()), Problem(np.vstack([X, [0.0, 1.0]]), np.zeros(21), Logistic())
+    return [AuditCase("one score rises to a tie (monotone)", d, d_prime, Privacy(1.0, 0.0), {},
                       statistic=lambda W: W[:, 1], runs=20_000)]
 
 
@@ -238,6 +265,16 @@ def mutant_subjects() -> list[Subject]:
                 _selection_cases, description="the correct selection on the mutant's case"),
         Subject("mutant: noisy max assuming monotone scores", "mutant", False, _selection(monotone=True),
                 _selection_cases, description="scale Delta/epsilon on scores that move in opposite directions"),
+        Subject("Gumbel selection, monotone scale", "algorithm", True, _selection(True, "gumbel"),
+                _monotone_selection_cases, description="the exponential mechanism DP-AGD's selection: gumbel runs, "
+                "epsilon-bounded range on monotone scores, charged epsilon^2/8"),
+        Subject("mutant: Gumbel selection at twice its epsilon", "mutant", False, _selection(True, "gumbel", 2.0),
+                _monotone_selection_cases, description="charged rho = epsilon^2/8 but run at sqrt(32 rho) = 2 epsilon"),
+        Subject("Gumbel selection, general scale", "algorithm", True, _selection(False, "gumbel"), _selection_cases,
+                description="the exponential mechanism with scale 2 Delta/epsilon (DP-AGD on fixed-size batches)"),
+        Subject("mutant: Gumbel selection assuming monotone scores", "mutant", False, _selection(True, "gumbel"),
+                _selection_cases, description="scale Delta/epsilon on scores that move in opposite directions "
+                "(DP-AGD on fixed-size batches with the full-batch scale)"),
     ]
 
 

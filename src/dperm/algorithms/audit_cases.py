@@ -105,7 +105,8 @@ def displaced_row_audit(*, epsilon: float = 2.0, delta: float = 1e-5, hyper=None
     return cases
 
 
-def single_selection_audit(released: float, *, runs: int = 6000) -> Callable[[], list[AuditCase]]:
+def single_selection_audit(released: float, *, runs: int = 6000, hyper=None,
+                           name: str = "one NoisyMin decides the release") -> Callable[[], list[AuditCase]]:
     """DP-AGD neighbours on which one NoisyMin decides the release (docs/privacy.md#noisymin-sign).
 
     p = 1, public start w₀ = 1.97, grid Φ = 0, 0.1, …, 2; D: four rows x = 0 (loss log 2 at every
@@ -113,7 +114,7 @@ def single_selection_audit(released: float, *, runs: int = 6000) -> Callable[[],
     at w₀ − Φ_20 and about 0 elsewhere when d = +1. ε = 1, δ = 1e-5, splits = 3 pay for exactly
     one NoisyMin. The statistic is the indicator that the release is ``released`` (the weight
     reached through candidate 20 with d = +1: −0.03 with the paper's rule, 0.07 with the code's
-    w_{k*−1})."""
+    w_{k*−1}). ``hyper`` adds settings (e.g. DP-AGD's ``selection``)."""
 
     def cases() -> list[AuditCase]:
         from ..losses import Logistic
@@ -123,8 +124,7 @@ def single_selection_audit(released: float, *, runs: int = 6000) -> Callable[[],
         X, y = np.zeros((4, 1)), np.array([0.0, 1.0, 0.0, 1.0])
         d = Problem(X, y, Logistic(), public_n=4)
         d_prime = Problem(np.vstack([X, [[1000.0]]]), np.append(y, 1.0), Logistic(), public_n=4)
-        return [AuditCase("one NoisyMin decides the release", d, d_prime, Privacy(1.0, 1e-5),
-                          {"splits": 3, "init": [1.97]},
+        return [AuditCase(name, d, d_prime, Privacy(1.0, 1e-5), {"splits": 3, "init": [1.97], **dict(hyper or {})},
                           statistic=lambda W: (np.abs(np.asarray(W)[:, 0] - released) < 1e-9).astype(float),
                           runs=runs)]
 

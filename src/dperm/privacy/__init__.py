@@ -5,7 +5,7 @@ guarantee it gives. Functions that draw take an explicit ``rng: np.random.Genera
 
 * :mod:`.gaussian` — exact Gaussian privacy profile and σ calibrations (classical, Zhang, Zhao, analytic)
 * :mod:`.laplace` — Laplace and ℓ2-"Laplace" (Gamma-norm) noise
-* :mod:`.noisy_max` — report-noisy-max/min (exponential or Laplace noise) and DP-AGD's buggy form
+* :mod:`.noisy_max` — report-noisy-max/min (exponential, Laplace or Gumbel noise) and DP-AGD's buggy form
 * :mod:`.exponential` — exponential mechanism
 * :mod:`.zcdp`, :mod:`.zcdp_filter` — zCDP conversions and a fixed-budget zCDP filter
 * :mod:`.composition`, :mod:`.amplification` — advanced composition, subsampling amplification
@@ -46,9 +46,11 @@ from .rdp import (
     rdp_to_epsilon,
 )
 from .zcdp import (
+    bounded_range_epsilon_for_zcdp,
     gaussian_sigma_for_zcdp,
     pure_dp_epsilon_for_zcdp,
     zcdp_from_dp,
+    zcdp_of_bounded_range,
     zcdp_of_gaussian,
     zcdp_of_pure_dp,
     zcdp_to_dp,
@@ -69,4 +71,5 @@ __all__ = [
     "moments_accountant_epsilon", "moments_log_moments",
     "noisy_max_scale", "report_noisy_max", "report_noisy_min", "report_noisy_min_reference",
     "pure_dp_epsilon_for_zcdp", "zcdp_from_dp", "zcdp_of_gaussian", "zcdp_of_pure_dp", "zcdp_to_dp",
+    "bounded_range_epsilon_for_zcdp", "zcdp_of_bounded_range",
 ]

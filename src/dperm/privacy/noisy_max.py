@@ -13,6 +13,16 @@ Calibration of the noise scale b (both noise types):
 With exponential noise (Ding et al. 2021: equals permute-and-flip) and Laplace noise (Dwork &
 Roth Claim 3.9) the selection is then ε-DP, i.e. ε²/2-zCDP (Lee & Kifer 2018, Lemma 3.7).
 
+With **Gumbel** noise (``noise="gumbel"``) argmax_k (s_k + G_k), G_k iid Gumbel(0, b), draws k
+with probability exp(s_k/b)/Σ_j exp(s_j/b) (the Gumbel-max identity): the exponential mechanism
+(McSherry & Talwar 2007). Its privacy loss at output k is (s_k(D) − s_k(D'))/b plus a term that
+does not depend on k, so over the outputs it ranges over an interval of width
+(max_k δ_k − min_k δ_k)/b, δ_k = s_k(D) − s_k(D'): at most Δ/b for monotone scores and 2Δ/b in
+general. The same scale b therefore makes it ε-*bounded-range* (Durfee & Rogers 2019), which
+implies ε-DP and ε²/8-zCDP (Cesar & Rogers 2021) — a quarter of the ε²/2 charged for an ε-DP
+selection (docs/privacy.md#bounded-range-selection; the derivation and its exact checks:
+tests/test_privacy_bounded_range.py).
+
 For minimisation, NoisyMin is NoisyMax applied to −s: argmin_k (s_k − E_k). The DP-AGD reference
 code instead computes argmin_k (s_k + E_k), which is *not* ε-DP for one-sided noise
 (docs/privacy.md#noisymin-sign): with k equal scores on D and one raised by Δ on D', the loss is
@@ -33,11 +43,12 @@ __all__ = [
     "report_noisy_min_reference",
 ]
 
-_NOISES = ("exponential", "laplace")
+_NOISES = ("exponential", "laplace", "gumbel")
 
 
 def noisy_max_scale(sensitivity, epsilon, *, monotone: bool) -> float:
-    """Noise scale b for an ε-DP noisy max: Δ/ε for monotone scores, 2Δ/ε in general."""
+    """Noise scale b for an ε-DP noisy max (ε-bounded-range with Gumbel noise): Δ/ε for
+    monotone scores, 2Δ/ε in general."""
     b = check_sensitivity(sensitivity) / check_epsilon(epsilon)
     return b if monotone else 2.0 * b
 
@@ -57,16 +68,20 @@ def _noise(noise: str, b: float, shape, rng: np.random.Generator) -> np.ndarray:
         return rng.exponential(b, size=shape)
     if noise == "laplace":
         return rng.laplace(0.0, b, size=shape)
+    if noise == "gumbel":
+        return rng.gumbel(0.0, b, size=shape)
     raise ValueError(f"noise must be one of {_NOISES}; got noise={noise!r}")
 
 
 def report_noisy_max(scores, *, sensitivity, epsilon, rng: np.random.Generator,
                      monotone: bool = False, noise: str = "exponential"):
-    """Return argmax_k (s_k + N_k), N_k iid Exp(mean b) or Laplace(b), b from :func:`noisy_max_scale`.
+    """Return argmax_k (s_k + N_k), N_k iid Exp(mean b), Laplace(b) or Gumbel(0, b), b from
+    :func:`noisy_max_scale`.
 
     Adjacency: whichever the caller used to bound the per-score sensitivity Δ (DP-AGD: add/remove
     with clipped loss sums, Δ = C_obj, monotone). Set ``monotone=True`` only when all scores move
-    in the same direction between neighbours. Guarantee: ε-DP (hence ε²/2-zCDP).
+    in the same direction between neighbours. Guarantee: ε-DP (hence ε²/2-zCDP); with Gumbel noise
+    ε-bounded-range, hence also ε²/8-zCDP (module docstring).
     """
     s = _scores(scores)
     b = noisy_max_scale(sensitivity, epsilon, monotone=monotone)

@@ -20,6 +20,8 @@ __all__ = [
     "zcdp_from_dp",
     "gaussian_sigma_for_zcdp",
     "pure_dp_epsilon_for_zcdp",
+    "zcdp_of_bounded_range",
+    "bounded_range_epsilon_for_zcdp",
 ]
 
 
@@ -46,6 +48,22 @@ def pure_dp_epsilon_for_zcdp(rho) -> float:
     """ε = √(2ρ): the pure-DP budget to give an ε-DP primitive (e.g. NoisyMax) charged ρ
     (Lee & Kifer 2018, §3.3)."""
     return math.sqrt(2.0 * check_rho(rho, allow_zero=False))
+
+
+def zcdp_of_bounded_range(epsilon) -> float:
+    """ρ = ε²/8: an ε-bounded-range mechanism (its privacy loss ln P[M(D) = o]/P[M(D') = o] ranges
+    over an interval of width ≤ ε as o varies; Durfee & Rogers 2019) is ε²/8-zCDP (Cesar & Rogers
+    2021). The exponential mechanism — report-noisy-max with Gumbel noise — is the example
+    (:mod:`.noisy_max`). Proof sketch (docs/privacy.md#bounded-range-selection): f(t) = ln E_Q[e^{tL}]
+    is convex with f(0) = f(1) = 0 and f'' ≤ ε²/4 (a variance of values in an interval of width
+    ε), so f(α) ≤ α(α − 1)ε²/8 and D_α = f(α)/(α − 1) ≤ αε²/8 for every α > 1."""
+    return check_epsilon(epsilon) ** 2 / 8.0
+
+
+def bounded_range_epsilon_for_zcdp(rho) -> float:
+    """ε = √(8ρ): the bounded-range parameter a selection charged ρ may use (inverse of
+    :func:`zcdp_of_bounded_range`; twice :func:`pure_dp_epsilon_for_zcdp`)."""
+    return math.sqrt(8.0 * check_rho(rho, allow_zero=False))
 
 
 def zcdp_to_dp(rho, delta) -> float:

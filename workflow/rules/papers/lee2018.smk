@@ -1,5 +1,7 @@
 # Lee & Kifer 2018 (src/dperm/papers/lee2018/, docs/papers/lee2018.md): the tables that are not
 # grids of cells, the claims check, and the paper target.
+from dperm.papers.lee2018 import selection as lee2018_selection
+
 LEE = PAPERS["lee2018"]
 
 
@@ -54,6 +56,7 @@ rule lee2018_claims:
     input:
         summary("lee2018", "fig2"),
         summary("lee2018", "fig3"),
+        summary("lee2018", "reference"),
     output:
         csv=report(
             f"{OUT}results/tables/lee2018/claims.csv",
@@ -76,7 +79,7 @@ rule lee2018_claims:
 
 # Only where the config declares the public-bounds figure: its pairs say which curves to compare.
 LEE_PUBLIC = LEE["figures"].get("public-bounds")
-LEE_TABLES = ("table1", "table2", "claims") + (("public-bounds",) if LEE_PUBLIC else ())
+LEE_TABLES = ("table1", "table2", "claims", "selection-gap") + (("public-bounds",) if LEE_PUBLIC else ())
 
 
 rule lee2018_public_bounds:
@@ -102,6 +105,33 @@ rule lee2018_public_bounds:
     shell:
         "python -m dperm lee2018 public-bounds {input.public} {input.data} --pairs {params.pairs:q}"
         " --csv {output.csv} --md {output.md} {params.quick} > {log} 2>&1"
+
+
+rule lee2018_selection_gap:
+    input:
+        [
+            f"{OUT}{cell.path}"
+            for cell in lee2018_selection.gap_cells(LEE)
+            if dataset_available(cell.dataset)
+        ],
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/selection-gap.csv",
+            caption=paper_caption("lee2018", "selection-gap"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/selection-gap.md",
+    log:
+        f"{OUT}logs/lee2018/selection-gap.log",
+    conda:
+        "../../envs/dperm.yaml"
+    params:
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    shell:
+        "python -m dperm lee2018 selection-gap {input} --csv {output.csv} --md {output.md} {params.quick}"
+        " > {log} 2>&1"
 
 
 rule lee2018:

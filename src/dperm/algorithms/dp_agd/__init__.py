@@ -14,7 +14,8 @@ Hyper-parameters (defaults = paper §6.2 and the code's run scripts): ``grad_cli
 ``obj_clip`` C_obj = 3, ``gamma`` γ = 0.1, ``splits`` = 60, ``exp_dec`` = 1, ``batch_size`` None
 (full batch; KDDCup99 used 40,000), ``batch_sampling`` "poisson" ("fixed" for the reference),
 ``n_steps`` m = 20, ``step_max`` initial α_max = 2, ``step_window`` τ = 10, ``step_growth``
-η = 0.1, ``step_cap`` 2.0, ``init`` None (w₀ = 0). λ is the model's ``problem.l2``.
+η = 0.1, ``step_cap`` 2.0, ``init`` None (w₀ = 0), ``selection`` "noisymin" (the paper's; "gumbel":
+the exponential mechanism, below). λ is the model's ``problem.l2``.
 
 Privacy (variant ``dp-agd``). Adjacency: add/remove one row. Budget: ρ = zcdp_from_dp(ε, δ),
 kept by a :class:`~dperm.privacy.ZCDPFilter` that charges every primitive *before* it runs and
@@ -32,6 +33,35 @@ which the scale then uses. The shares are chosen adaptively from earlier outputs
 total still holds is a filter theorem (Feldman & Zrnic 2021; Whitehouse et al. 2023), not the
 plain composition that Lee & Kifer 2018, Theorem 5.1, cites (docs/privacy.md#adaptive-budget).
 ρ-zCDP ⇒ (ρ + 2√(ρ ln(1/δ)), δ)-DP = (ε, δ)-DP (Bun & Steinke, Prop. 1.3).
+
+Selection ``selection="gumbel"`` (beyond the paper; docs/privacy.md#bounded-range-selection). The
+step is argmin_k(s_k − G_k), G_k iid Gumbel(0, b): the exponential mechanism P(k) ∝ exp(−s_k/b)
+(Gumbel-max identity; report_noisy_min with ``noise="gumbel"``). It is charged the same ρ_nmax
+(the paper's split is unchanged) but uses ε_sel = √(8ρ_nmax) = 2ε_split, twice the NoisyMin ε,
+because it is ε_sel-*bounded-range* and ε-bounded-range is ε²/8-zCDP (Durfee & Rogers 2019;
+Cesar & Rogers 2021), where an ε-DP NoisyMin is charged ε²/2. The scale, derived rather than
+assumed: for neighbours D, D′ and δ_k = s_k(D′) − s_k(D), the privacy loss at output k is
+ln P_D(k)/P_D′(k) = δ_k/b + ln(Z′/Z) (Z, Z′ the normalisers), so over the outputs it spans
+(max_k δ_k − min_k δ_k)/b.
+
+* Full batch or Poisson batch, add/remove: the added row puts a term in [0, C_obj] into every
+  score (removal takes one out), so all δ_k lie in [0, C_obj] (or all in [−C_obj, 0]): width
+  ≤ C_obj/b, and b = C_obj/ε_sel is ε_sel-bounded-range — the same b = Δ/ε formula as the
+  monotone NoisyMin, at twice the ε. With a Poisson batch this holds for each coupled pair of
+  batches (B, B ∪ {x}, the other rows sampled alike); the mixture over batches is ρ_nmax-zCDP
+  because Rényi divergence is jointly quasi-convex (van Erven & Harremoës 2014), not because
+  the mixture is bounded-range (it need not be). No amplification is claimed.
+* ``exp_dec`` = e: δ_0 ∈ [0, e·C_obj], the other δ_k ∈ [0, C_obj]: width ≤ max(1, e)·C_obj, so
+  b = max(1, e)·C_obj/ε_sel.
+* Fixed-size batches: an added row can displace one, so each score moves by a term in
+  [−C_obj, C_obj] and the δ_k need not share a sign: width ≤ 2·max(1, e)·C_obj, b =
+  2·max(1, e)·C_obj/ε_sel — the usual exponential-mechanism scale ε/(2Δ). The monotone scale
+  there would be only 2ε_sel-bounded-range (tests/test_privacy_bounded_range.py shows it fail).
+
+Then ε_sel-bounded-range ⇒ ε_sel²/8 = ρ_nmax-zCDP, and the filter is unchanged. The records say
+so: ``hyper`` carries ``selection`` and ``accounting`` names the mechanism and its charge;
+``extra.noisy_min_scale`` is b. The reference variant has no ``selection`` (it reproduces the
+published code; setting it is refused as an unknown hyper-parameter).
 
 Where ``dp-agd`` departs from the paper or the code (docs/deviations.md, Part A):
 
@@ -96,11 +126,21 @@ import numpy as np
 from ..audit_cases import canary_audit, single_selection_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..registry import register, register_variant
-from .engine import CORRECT, REFERENCE, SAMPLINGS, RunTrace, Semantics, groups, run_chains, run_once  # noqa: F401
+from .engine import (  # noqa: F401
+    CORRECT,
+    REFERENCE,
+    SAMPLINGS,
+    SELECTIONS,
+    RunTrace,
+    Semantics,
+    groups,
+    run_chains,
+    run_once,
+)
 
 
 def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_size, batch_sampling,
-           n_steps, step_max, step_window, step_growth, step_cap, init):
+           n_steps, step_max, step_window, step_growth, step_cap, init, selection):
     if not privacy.is_private or not 0.0 < privacy.delta < 1.0:
         raise ValueError(f"DP-AGD needs a finite epsilon and 0 < delta < 1; got {privacy!r}")
     for name, value in (("grad_clip", grad_clip), ("obj_clip", obj_clip), ("gamma", gamma),
@@ -113,6 +153,8 @@ def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_
         raise ValueError(f"n_steps and step_window must be integers >= 1; got {n_steps!r}, {step_window!r}")
     if step_cap is not None and not step_cap > 0:
         raise ValueError(f"step_cap must be None or > 0; got step_cap={step_cap!r}")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {sorted(SELECTIONS)}; got selection={selection!r}")
     if batch_sampling not in SAMPLINGS:
         raise ValueError(f"batch_sampling must be one of {SAMPLINGS}; got {batch_sampling!r}")
     if batch_size is not None and not (int(batch_size) == batch_size and 1 <= batch_size <= problem.n):
@@ -144,10 +186,20 @@ def _fit_settings(problem, privacies, rngs, draws, *, semantics: Semantics, **hy
         for start, size in groups(len(chain_rngs), problem.n):
             runs += run_chains(problem, chain_targets[start:start + size], chain_rngs[start:start + size],
                                semantics, **hyper)
-    return [_result(semantics, privacy, runs[i * draws:(i + 1) * draws]) for i, privacy in enumerate(privacies)]
+    return [_result(semantics, privacy, runs[i * draws:(i + 1) * draws], hyper["selection"])
+            for i, privacy in enumerate(privacies)]
 
 
-def _result(sem: Semantics, privacy, runs) -> FitResult:
+# What ``accounting`` says about the step-size selection (docs/privacy.md#bounded-range-selection)
+SELECTION_ACCOUNTING = {
+    "noisymin": "selection: report-noisy-min with exponential noise, epsilon-DP => epsilon^2/2-zCDP "
+                "(epsilon = sqrt(2 rho_nmax))",
+    "gumbel": "selection: exponential mechanism (Gumbel noise), epsilon-bounded range => epsilon^2/8-zCDP "
+              "(Cesar & Rogers 2021; epsilon = sqrt(8 rho_nmax))",
+}
+
+
+def _result(sem: Semantics, privacy, runs, selection: str = "noisymin") -> FitResult:
     def per_draw(attr, dtype=float):
         return np.array([getattr(run, attr) for run in runs], dtype=dtype)
 
@@ -155,8 +207,9 @@ def _result(sem: Semantics, privacy, runs) -> FitResult:
         weights=np.array([run.w for run in runs]), epsilon_spent=privacy.epsilon,
         delta_spent=privacy.delta, adjacency="add-remove", grad_evals=per_draw("gradients"),
         iterations=np.array([len(run.applied) for run in runs]),
-        accounting=("zCDP filter over adaptive shares; rho-zCDP to (epsilon, delta) by Bun & Steinke, Prop. 1.3"
-                    if sem == CORRECT else "zCDP budget subtracted as the DP-AGD code does; Bun & Steinke, Prop. 1.3"),
+        accounting=(f"zCDP filter over adaptive shares; {SELECTION_ACCOUNTING[selection]}; rho-zCDP to "
+                    "(epsilon, delta) by Bun & Steinke, Prop. 1.3" if sem == CORRECT
+                    else "zCDP budget subtracted as the DP-AGD code does; Bun & Steinke, Prop. 1.3"),
         notes=([] if sem == CORRECT
                else ["reference code semantics: not DP as implemented (docs/privacy.md#noisymin-sign)"]),
         extra={"noisy_min_calls": per_draw("noisy_min_calls", int),
@@ -169,15 +222,25 @@ def _result(sem: Semantics, privacy, runs) -> FitResult:
 _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size, adaptive ρ_ng"
 
 
-@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings,
-          audit=lambda: canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=2000, hyper={"splits": 10})()
-          + single_selection_audit(1.97 - 2.0)(),
+def _audit_cases():
+    """The canary and the one-selection case (audit_cases), each with the paper's NoisyMin and with
+    the Gumbel selection (its mutant controls: dperm.audit, "Gumbel selection")."""
+    gumbel = {"selection": "gumbel"}
+    return (canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=2000, hyper={"splits": 10})()
+            + single_selection_audit(1.97 - 2.0)()
+            + canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=2000, hyper={"splits": 10, **gumbel},
+                           name="canary on an unused coordinate, Gumbel selection")()
+            + single_selection_audit(1.97 - 2.0, hyper=gumbel, name="one Gumbel selection decides the release")())
+
+
+@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases,
           description=_DOC + "; corrected (zCDP filter, add/remove)")
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,
                batch_size: int | None = None, batch_sampling: str = "poisson", n_steps: int = 20,
                step_max: float = 2.0, step_window: int = 10, step_growth: float = 0.1,
-               step_cap: float | None = 2.0, init=None, semantics: Semantics = CORRECT) -> FitResult:
+               step_cap: float | None = 2.0, init=None, selection: str = "noisymin",
+               semantics: Semantics = CORRECT) -> FitResult:
     """DP-AGD at one privacy target: :func:`_fit_settings` with every keyword as given. See the
     module docstring for the guarantee and every departure (``semantics`` is fixed by the
     registration: :data:`CORRECT` here, :data:`REFERENCE` for ``dp-agd-reference``)."""
@@ -185,7 +248,7 @@ def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: flo
     return _fit_settings(problem, [privacy], [rng], draws, **keywords)[0]
 
 
-register_variant("dp-agd-reference", of="dp-agd", switches={"semantics": REFERENCE},
+register_variant("dp-agd-reference", of="dp-agd", switches={"semantics": REFERENCE}, drop=("selection",),
                  audit=single_selection_audit(1.97 - 1.9),
                  defaults={"batch_sampling": "fixed"}, dp_as_implemented=False,
                  caveat="not DP as implemented: NoisyMin noise sign flipped (docs/privacy.md#noisymin-sign)",

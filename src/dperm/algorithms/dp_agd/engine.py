@@ -16,13 +16,18 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from ...privacy import noisy_max_scale, zcdp_from_dp
+from ...privacy import bounded_range_epsilon_for_zcdp, noisy_max_scale, pure_dp_epsilon_for_zcdp, zcdp_from_dp
 from .._batched_sgd import poisson_batch
 from ..base import Privacy
 from .primitives import CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores, grad_avg
 from .scores import CandidateScorer, candidate_grid
 
 SAMPLINGS = ("poisson", "fixed")
+# The step-size selection (dp_agd docstring, docs/privacy.md#bounded-range-selection): the paper's
+# NoisyMin (exponential noise, ε-DP, charged ε²/2) or the exponential mechanism (Gumbel noise,
+# ε-bounded range, charged ε²/8). Both are charged the paper's ρ_nmax; what ε it buys differs.
+SELECTIONS = {"noisymin": ("exponential", pure_dp_epsilon_for_zcdp),
+              "gumbel": ("gumbel", bounded_range_epsilon_for_zcdp)}
 GROUP = 64  # chains advanced in lockstep together
 GROUP_ELEMENTS = 4_000_000  # … and at most this many (chains × rows) per buffer
 BLOCK = 64  # chains per matrix product (one block per group up to 64 chains: fewest passes over X)
@@ -110,7 +115,7 @@ class _Config:
     def __init__(self, problem, privacy, sem, hyper):
         self.problem, self.sem = problem, sem
         for name in ("grad_clip", "obj_clip", "gamma", "exp_dec", "batch_size", "batch_sampling",
-                     "n_steps", "step_max", "step_window", "step_growth", "step_cap", "init"):
+                     "n_steps", "step_max", "step_window", "step_growth", "step_cap", "init", "selection"):
             setattr(self, name, hyper[name])
         splits = hyper["splits"]
         self.n, self.p, self.lam = problem.n, problem.p, problem.l2
@@ -119,15 +124,18 @@ class _Config:
         eps_split = privacy.epsilon / (2.0 * splits)
         self.rho_nmax = 0.5 * eps_split**2
         self.rho_ng = eps_split**2 / (4.0 * math.log(1.25 / privacy.delta))
-        self.eps_nmax = math.sqrt(2.0 * self.rho_nmax)
+        # the selection's ε for its charge ρ_nmax: √(2ρ) (ε-DP NoisyMin), √(8ρ) (ε-bounded range)
+        self.noise_kind, epsilon_for = SELECTIONS[self.selection]
+        self.eps_nmax = epsilon_for(self.rho_nmax)
         # A fixed-size batch turns an added row into a replaced one: 2C_grad, non-monotone scores
         # (docs/privacy.md#minibatch-sensitivity)
         doubled = not self.full and self.batch_sampling == "fixed" and not sem.code_sensitivities
         self.grad_sens = self.grad_clip * (2.0 if doubled else 1.0)
         # s_0 is scaled by exp_dec: its sensitivity is exp_dec·C_obj when exp_dec > 1
         obj_sens = self.obj_clip if sem.noise_added else self.obj_clip * max(1.0, self.exp_dec)
-        # NoisyMin noise scale: that of report_noisy_min (b = Δ/ε monotone, 2Δ/ε otherwise) and,
-        # for the reference, of report_noisy_min_reference (b = C_obj/ε)
+        # NoisyMin noise scale: that of report_noisy_min (b = Δ/ε monotone, 2Δ/ε otherwise, for
+        # exponential and Gumbel noise alike) and, for the reference, of report_noisy_min_reference
+        # (b = C_obj/ε)
         self.scale = (self.obj_clip / self.eps_nmax if sem.noise_added
                       else noisy_max_scale(obj_sens, self.eps_nmax, monotone=not doubled))
         self.k = int(self.n_steps) + 1
@@ -201,7 +209,9 @@ class _Chain:
         return True
 
     def noise(self) -> np.ndarray:
-        """The NoisyMin noise: iid Exp(mean b), drawn as report_noisy_min draws it."""
+        """The NoisyMin noise: iid Exp(mean b) or Gumbel(0, b), drawn as report_noisy_min draws it."""
+        if self.cfg.noise_kind == "gumbel":
+            return self.rng.gumbel(0.0, self.cfg.scale, size=self.cfg.k)
         return self.rng.exponential(self.cfg.scale, size=self.cfg.k)
 
     def searched(self, k: int, rows) -> float:
