@@ -106,10 +106,12 @@ def rdp_to_delta(rdp, orders, epsilon):
 @dataclass(frozen=True)
 class RdpStatement:
     """What one mechanism (a selection trial) satisfies: ``rho``-zCDP and/or pure ``epsilon``-DP
-    (at least one). Its RDP curve is the smaller of the two curves at every order."""
+    (at least one), under ``adjacency`` (informative: the bounds do not depend on it). Its RDP
+    curve is the smaller of the two curves at every order."""
 
     rho: float | None = None
     epsilon: float | None = None
+    adjacency: str | None = None
 
     def __post_init__(self):
         if self.rho is None and self.epsilon is None:
@@ -257,7 +259,8 @@ def theorem_rdp(statements, count: TrialCount, orders=None) -> np.ndarray:
         mu = count.mean
         eps_hat = np.log1p(1.0 / (a - 1.0))  # the largest ε̂ with e^ε̂ ≤ 1 + 1/(λ − 1)
         delta_hat = np.max([s.delta(eps_hat, a) for s in stated], axis=0)
-        return r + mu * delta_hat + math.log(mu) / (a - 1.0)
+        # with μ < 1 the bound may fall below 0 at small orders; a divergence never does
+        return np.maximum(r + mu * delta_hat + math.log(mu) / (a - 1.0), 0.0)
     eta, gamma = count.eta, count.gamma
     constant = (1.0 + eta) * np.min((1.0 - 1.0 / a) * r + math.log(1.0 / gamma) / a)  # best λ̂ on the grid
     return r + constant + math.log(count.mean) / (a - 1.0)
