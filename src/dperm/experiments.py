@@ -381,6 +381,8 @@ def cell_spec(paper: dict, cell: Cell, seed: int) -> dict:
         "protocol": copy.deepcopy(exp["protocol"]), "seed": int(seed),
         "tuning": "non-private" if exp["data_derived"].get(key) else "private",
     }
+    if algo_cfg.get("label"):  # the name in tables and legends (records' ``label``)
+        spec["label"] = algo_cfg["label"]
     tuned = uses_tuning(paper, cell.experiment, key)
     if tuned is not None:
         spec["tuned"] = {**tuned, "key": key}

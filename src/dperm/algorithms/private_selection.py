@@ -90,7 +90,8 @@ def base_spec(name):
         raise ValueError(f"base {name!r} is not a registered algorithm; allowed bases: {allowed_bases()}") from err
     if spec.rdp is None:
         why = ("it is not private" if not spec.private
-               else "its epsilon is computed from a step count, not calibrated to a target" if not spec.depends_on_epsilon
+               else "its epsilon is computed from a step count, not calibrated to a target"
+               if not spec.depends_on_epsilon
                else "it states no Renyi-DP guarantee (only an (epsilon, delta)-DP one, or none)")
         raise ValueError(f"{name!r} cannot be a base of private selection: {why}; allowed bases: {allowed_bases()}")
     return spec

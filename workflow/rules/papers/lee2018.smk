@@ -1,6 +1,12 @@
 # Lee & Kifer 2018 (src/dperm/papers/lee2018/, docs/papers/lee2018.md): the tables that are not
-# grids of cells, the claims check, and the paper target.
+# grids of cells, the claims check, the price of private tuning, and the paper target.
+from dperm.papers.lee2018.private_tuning import table_spec as private_tuning_spec
+
 LEE = PAPERS["lee2018"]
+LEE_PRIVATE_TUNING = private_tuning_spec(LEE)
+LEE_TABLES = ["table1", "table2", "claims"] + (
+    ["private-tuning"] if LEE_PRIVATE_TUNING["pairs"] else []
+)
 
 
 rule lee2018_table1:
@@ -74,12 +80,39 @@ rule lee2018_claims:
         " > {log} 2>&1"
 
 
+rule lee2018_private_tuning:
+    input:
+        reference=summary("lee2018", LEE_PRIVATE_TUNING["reference"]),
+        end_to_end=summary("lee2018", LEE_PRIVATE_TUNING["experiment"]),
+        records=experiment_cells("lee2018", LEE_PRIVATE_TUNING["experiment"]),
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/private-tuning.csv",
+            caption=paper_caption("lee2018", "private-tuning"),
+            category="lee2018",
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/private-tuning.md",
+    log:
+        f"{OUT}logs/lee2018/private-tuning.log",
+    conda:
+        "../../envs/dperm.yaml"
+    params:
+        spec=experiments.dumps(LEE_PRIVATE_TUNING),
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    shell:
+        "python -m dperm lee2018 private-tuning --spec {params.spec:q} --reference {input.reference}"
+        " --end-to-end {input.end_to_end} {input.records} --csv {output.csv} --md {output.md}"
+        " {params.quick} > {log} 2>&1"
+
+
 rule lee2018:
     """Every table and figure of Lee & Kifer 2018 (see config/papers/lee2018.yaml)."""
     input:
         paper_outputs("lee2018"),
         [
             f"{OUT}results/tables/lee2018/{name}.{ext}"
-            for name in ("table1", "table2", "claims")
+            for name in LEE_TABLES
             for ext in ("csv", "md")
         ],

@@ -2,8 +2,9 @@
 per-Iteration Privacy Budget" (KDD'18): DP-AGD against ObjPert, OutPert, PrivGene, SGD-Adv and
 SGD-MA. What the target produces and how it differs from the paper: docs/papers/lee2018.md.
 
-The grid (Figures 1–4, the reference variants) is ``config/papers/lee2018.yaml``; this package
-adds Table 1 (:mod:`.tables`), Table 2 and the claims check (:mod:`.claims`), each a
+The grid (Figures 1–4, the reference variants, the end-to-end private runs) is
+``config/papers/lee2018.yaml``; this package adds Table 1 (:mod:`.tables`), Table 2, the claims
+check (:mod:`.claims`) and the price of private tuning (:mod:`.private_tuning`), each a
 ``python -m dperm lee2018 <verb>`` command run by ``workflow/rules/papers/lee2018.smk``.
 """
 
@@ -42,6 +43,13 @@ def add_cli(sub) -> None:
     v = verbs.add_parser("claims", help="the paper's claims tested on the Figure 2 and 3 summaries")
     v.add_argument("summaries", nargs="+", help="the fig2 and fig3 experiment summaries (.csv)")
     v.set_defaults(func=_claims)
+
+    v = verbs.add_parser("private-tuning", help="the price of private tuning: Figure 2 against the end-to-end runs")
+    v.add_argument("--spec", required=True, help="end-to-end keys and their bases as JSON (private_tuning.table_spec)")
+    v.add_argument("--reference", required=True, help="the fig2 summary (.csv)")
+    v.add_argument("--end-to-end", required=True, help="the end-to-end summary (.csv)")
+    v.add_argument("records", nargs="*", help="the end-to-end cells' records (.csv)")
+    v.set_defaults(func=_private_tuning)
 
     for v in verbs.choices.values():
         v.add_argument("--csv", required=True)
@@ -85,6 +93,22 @@ def _table2(args) -> None:
 
     write_table(table2(pd.read_csv(args.datasets), DATASET_SHAPES), args.csv, args.md,
                 with_quick_note(TABLE2_NOTE, args.quick))
+
+
+def _private_tuning(args) -> None:
+    import json
+
+    import pandas as pd
+
+    from ...report.captions import with_quick_note
+    from ...report.tables import read_records, write_table
+    from .private_tuning import NOTE, price_table
+
+    spec = json.loads(args.spec)
+    records = read_records(args.records) if args.records else pd.DataFrame(
+        columns=["dataset", "model", "algorithm", "epsilon", "extra"])
+    table = price_table(read_records([args.reference]), read_records([args.end_to_end]), records, spec["pairs"])
+    write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
 
 
 def _claims(args) -> None:
