@@ -37,10 +37,12 @@ onstart:
         scheduler.job_rate_limiter = None
 
 
-# Everything: the prepared datasets and their table, and every output of every paper in config
-# `papers` (each paper's own target; a paper's extra targets, such as long timing runs, are apart).
+# Everything: the prepared datasets and their table, every output of every paper in config
+# `papers` (each paper's own target; a paper's extra targets, such as long timing runs, are apart)
+# and the scorecard, which reads them all and the privacy audit.
 rule all:
     default_target: True
     input:
         default_targets(),
         [getattr(rules, paper).input for paper in PAPERS],
+        rules.scorecard.output,

@@ -246,8 +246,8 @@ def test_markdown_leaves_out_a_metric_no_cell_has():
     from dperm.report.tables import KEYS, markdown, summarise
 
     base = {k: "x" for k in KEYS}
-    records = pd.DataFrame([{**base, "epsilon": 1.0, "accuracy": a, "objective": 0.3, "opt_gap": np.nan,
-                             "excess_risk": 0.01, "epsilon_spent": 1.0, "fit_seconds": 0.1, "grad_evals": 5}
+    records = pd.DataFrame([{**base, "epsilon": 1.0, "accuracy": a, "test_loss": 0.31, "objective": 0.3,
+                             "opt_gap": np.nan, "excess_risk": 0.01, "epsilon_spent": 1.0, "fit_seconds": 0.1, "grad_evals": 5}
                             for a in (0.8, 0.9)])
     text = markdown(summarise(records))
     header = next(line for line in text.splitlines() if line.startswith("| dataset"))

@@ -60,3 +60,64 @@ def test_a_grid_runs_only_where_its_algorithm_does(tmp_path):
     assert "dp-sgd" in chosen["wine"]["lr"]["hyper"] and chosen["bike"]["lr"]["hyper"] == {}
     assert set(grid.loc[grid["dataset"] == "bike", "tuned"]) == {"l2"}
     assert needed_profiles(config, "e2", "bike", "lr") == {"default"}
+
+
+def test_the_table_flags_choices_at_the_edge_of_their_grid(tmp_path):
+    paper, data = _paper(tmp_path), _data()
+    _, grid = tune(paper, lambda dataset, profile: data, seed=1)
+    chosen = grid[grid["chosen"]].set_index("tuned")
+    assert chosen.loc["l2", "at_edge"] == "l2=0.0001 (smallest)"
+    assert chosen.loc["dp-sgd", "at_edge"] == "epochs=3 (largest)"
+    assert (grid.loc[~grid["chosen"], "at_edge"] == "").all()
+    assert np.isfinite(grid["mean_validation_loss"]).all()
+
+
+def test_grid_edges_names_extreme_values_only_in_grids_of_two_or_more():
+    from dperm.tuning import grid_edges
+
+    grid = {"steps": [50, 10, 200], "learning_rate": [1.0], "solver": ["gd", "agd", "sgd"]}
+    assert grid_edges(grid, {"steps": 50, "learning_rate": 1.0, "solver": "agd"}) == ""
+    assert grid_edges(grid, {"steps": 10, "learning_rate": 1.0, "solver": "sgd"}) == \
+        "steps=10 (smallest); solver=sgd (last)"
+    assert grid_edges(grid, {"steps": 200, "learning_rate": 1.0, "solver": "gd"}) == \
+        "steps=200 (largest); solver=gd (first)"
+
+
+def _imbalanced(n=900, seed=3):
+    """95% of labels 0, independent of the features: every sensible classifier predicts 0 on
+    every row, so all λ tie in accuracy, but only a small λ learns the intercept."""
+    rng = np.random.default_rng(seed)
+    X = np.hstack([np.ones((n, 1)), rng.uniform(size=(n, 3))])
+    y01 = (rng.uniform(size=n) < 0.05).astype(np.int8)
+    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8)}
+
+
+def test_validation_loss_separates_settings_that_tie_in_accuracy(tmp_path):
+    paper, data = _paper(tmp_path), _imbalanced()
+    paper["tuning"] = {**paper["tuning"], "l2": {"grid": [1e-4, 10.0], "algorithms": []}, "hyper": []}
+    by_loss, grid = tune(paper, lambda dataset, profile: data, seed=1)
+    assert grid["mean_accuracy"].nunique() == 1  # an exact tie in accuracy
+    assert by_loss["wine"]["lr"]["l2"] == 1e-4  # the model that learns the base rate
+    losses = grid.set_index("setting")["mean_validation_loss"]
+    assert losses["l2=0.0001"] < losses["l2=10.0"] - 0.1
+    paper["tuning"]["criterion"] = "accuracy"
+    by_accuracy, _ = tune(paper, lambda dataset, profile: data, seed=1)
+    assert by_accuracy["wine"]["lr"]["l2"] == 10.0  # the tie goes to the larger λ
+
+
+def test_a_diverged_grid_point_ranks_last():
+    import pandas as pd
+
+    from dperm.tuning import _score
+
+    good = pd.DataFrame({"test_loss": [0.5, 0.7], "accuracy": [0.8, 0.8]})
+    diverged = pd.DataFrame({"test_loss": [np.inf, 0.1], "accuracy": [0.9, 0.9]})
+    assert _score([good], "validation-loss")[0] < _score([diverged], "validation-loss")[0] == np.inf
+    assert _score([diverged], "accuracy")[0] < _score([good], "accuracy")[0]
+
+
+def test_a_zero_at_the_bottom_of_a_non_negative_grid_is_flagged_as_the_natural_bound():
+    from dperm.tuning import grid_edges
+
+    assert grid_edges({"l2": [0.0, 1e-5, 1e-3]}, {"l2": 0.0}) == "l2=0.0 (smallest, 0: no smaller value exists)"
+    assert grid_edges({"shift": [-1.0, 0.0, 1.0]}, {"shift": -1.0}) == "shift=-1.0 (smallest)"

@@ -34,7 +34,7 @@ CONFIDENCE = 0.95
 QUANTILES = np.concatenate([[0.0005, 0.001, 0.002, 0.005], np.linspace(0.01, 0.99, 99),
                             [0.995, 0.998, 0.999, 0.9995]])
 COLUMNS = ["subject", "kind", "expected", "case", "adjacency", "epsilon", "delta", "epsilon_claimed", "runs",
-           "epsilon_lower", "threshold", "direction", "verdict", "accounting", "description"]
+           "epsilon_lower", "threshold", "direction", "verdict", "accounting", "algorithms", "description"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,8 @@ def run_subject(subject: Subject, seed: int = 0, scale: float = 1.0) -> list[dic
                      "case": case.name, "adjacency": out_d.adjacency, "epsilon": float(case.privacy.epsilon),
                      "delta": delta, "epsilon_claimed": claimed, "runs": runs, "epsilon_lower": eps_lb,
                      "threshold": threshold, "direction": direction, "verdict": verdict,
-                     "accounting": out_d.accounting, "description": subject.description})
+                     "accounting": out_d.accounting, "algorithms": ";".join(subject.algorithms),
+                     "description": subject.description})
     return rows
 
 

@@ -173,6 +173,31 @@ def _cmd_audit_table(args) -> None:
                          f"{listed}")
 
 
+def _cmd_scorecard(args) -> None:
+    import pandas as pd
+
+    from .files import write_text_atomic
+    from .report.scorecard import build, to_html, to_markdown
+    from .report.tables import read_records
+
+    spec = json.loads(args.spec)
+    tables: dict = {}
+    for item in args.table:
+        name, _, path = item.partition("=")
+        paper, _, table = name.partition("/")
+        if not path or not table:
+            raise ValueError(f"--table takes <paper>/<table>=<path>; got {item!r}")
+        tables.setdefault(paper, {})[table] = pd.read_csv(path)
+    summaries = read_records(args.summaries) if args.summaries else pd.DataFrame()
+    docs = {os.path.basename(path): open(path, encoding="utf-8").read() for path in args.docs}
+    audit = pd.read_csv(args.audit)
+    sections = build(spec, tables, summaries, audit, docs)
+    docs_dir = os.path.dirname(os.path.abspath(args.docs[0]))
+    link = os.path.relpath(docs_dir, os.path.dirname(os.path.abspath(args.md))).replace(os.sep, "/")
+    write_text_atomic(args.md, to_markdown(spec, sections, audit, docs_link=link))
+    write_text_atomic(args.html, to_html(spec, sections, audit))
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -198,7 +223,7 @@ def _cmd_check_paper(args) -> None:
 # Sub-commands of this module (the paper plugins add theirs): a job running one of these does
 # not import the paper plugins.
 CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-job", "cut-cell", "optimum", "summarise",
-                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table"})
+                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table", "scorecard"})
 
 
 def build_parser(papers: bool = True) -> argparse.ArgumentParser:
@@ -299,6 +324,17 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--enforce", action="store_true", help="exit with an error if any case fails")
     p.add_argument("--quick", action="store_true", help="say that this is a quick run")
     p.set_defaults(func=_cmd_audit_table)
+
+    p = sub.add_parser("scorecard", help="the reproduction scorecard: published vs ours, claims, deviations, "
+                                         "labels, audit (results/SCORECARD.md)")
+    p.add_argument("--spec", required=True, help="JSON: {papers: [{key, title, deviations, algorithms}], quick, audit}")
+    p.add_argument("--table", action="append", default=[], help="<paper>/<table>=<path> (repeatable)")
+    p.add_argument("--summaries", nargs="*", default=[], help="every experiment summary (.csv) of the papers")
+    p.add_argument("--audit", required=True, help="results/audit/audit.csv")
+    p.add_argument("--docs", nargs="+", required=True, help="docs/deviations.md and docs/privacy.md")
+    p.add_argument("--md", required=True)
+    p.add_argument("--html", required=True)
+    p.set_defaults(func=_cmd_scorecard)
 
     if papers:
         from .papers import names, plugin

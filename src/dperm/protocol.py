@@ -34,7 +34,7 @@ from . import __version__
 RECORD_COLUMNS = [
     "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting", "sweep",
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
-    "accuracy", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
+    "accuracy", "test_loss", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
     "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "dp_as_implemented", "accounting", "notes",
     "hyper", "extra", "dperm_version",
 ]
@@ -152,17 +152,20 @@ def _per_draw(value, draws: int) -> np.ndarray:
 
 
 def _metrics(loss, result, train, X_test, y_test):
-    """(accuracy, objective, regularised objective), one value per draw."""
+    """(accuracy, test loss, objective, regularised objective), one value per draw. The test
+    loss is the unregularised mean loss on the test rows (NaN without test rows); on a tuning
+    protocol's folds it is the validation loss the tuning step selects by."""
     draws = result.draws
     constant = result.extra.get("constant_prediction")
     if constant is not None:  # Majority: a label, not weights
         accuracy = np.full(draws, float(np.mean(y_test == constant)) if len(y_test) else np.nan)
-        return accuracy, np.full(draws, np.nan), np.full(draws, np.nan)
+        return accuracy, *(np.full(draws, np.nan),) * 3
     W = result.weights
     accuracy = (_per_draw(loss.accuracy(W, X_test, y_test), draws) if loss.labels != "real"
                 else np.full(draws, np.nan))
+    test_loss = _per_draw(loss.value(W, X_test, y_test), draws) if len(y_test) else np.full(draws, np.nan)
     objective = _per_draw(loss.value(W, train.X, train.y), draws)
-    return accuracy, objective, _per_draw(train.value(W), draws)
+    return accuracy, test_loss, objective, _per_draw(train.value(W), draws)
 
 
 def record_label(spec: dict, algo) -> str:
@@ -177,7 +180,7 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
     with hyper-parameters ``hyper``)."""
     from .records import record_json
 
-    accuracy, objective, regularised, opt_gap, excess = metrics
+    accuracy, test_loss, objective, regularised, opt_gap, excess = metrics
     per_draw = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
     eps_spent = _per_draw(result.epsilon_spent, result.draws)
     evals, iters = _per_draw(result.grad_evals, result.draws), _per_draw(result.iterations, result.draws)
@@ -188,7 +191,8 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
         "epsilon": parse_setting(setting)[0], "delta": privacy.delta, "epsilon_spent": eps_spent[d],
         "delta_spent": result.delta_spent, "adjacency": result.adjacency,
         "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,
-        "accuracy": accuracy[d], "objective": objective[d], "regularised_objective": regularised[d],
+        "accuracy": accuracy[d], "test_loss": test_loss[d], "objective": objective[d],
+        "regularised_objective": regularised[d],
         "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": per_draw,
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
@@ -282,12 +286,13 @@ class _Cell:
         row = self.best.loc[(split.fold, split.repeat)] if self.best is not None else None
 
         def metrics(res):
-            """(accuracy, objective, regularised objective, opt_gap, excess_risk) per draw."""
-            accuracy, objective, regularised = _metrics(self.full.loss, res, train, self.full.X[split.test],
-                                                        self.full.y[split.test])
+            """(accuracy, test loss, objective, regularised objective, opt_gap, excess_risk) per draw."""
+            accuracy, test_loss, objective, regularised = _metrics(
+                self.full.loss, res, train, self.full.X[split.test], self.full.y[split.test])
             if row is None:
-                return accuracy, objective, regularised, *(np.full(res.draws, np.nan),) * 2
-            return accuracy, objective, regularised, objective - row["L_star"], regularised - row["F_star"]
+                return accuracy, test_loss, objective, regularised, *(np.full(res.draws, np.nan),) * 2
+            return (accuracy, test_loss, objective, regularised, objective - row["L_star"],
+                    regularised - row["F_star"])
 
         records = _records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
                            elapsed, metrics(result), self.full.p, self.recorded_hyper())

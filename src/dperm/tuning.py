@@ -1,16 +1,27 @@
 """Non-private hyper-parameter selection (docs/deviations.md#non-private-tuning; Lee & Kifer
 2018 §6 "fine-tuned λ ... with grid search", OutPert's "heavily tuned" T and step size).
 
-This is *not* private: it looks at the data (CV accuracy) to choose hyper-parameters and pays no
-privacy for it (docs/privacy.md#data-dependent-choices). The paper did the same; we do it in one
-documented, separate step per dataset whose choices are written to
+This is *not* private: it looks at the data (validation folds) to choose hyper-parameters and
+pays no privacy for it (docs/privacy.md#data-dependent-choices). The paper did the same; we do
+it in one documented, separate step per dataset whose choices are written to
 ``results/tuning/<paper>/<dataset>.json`` and whose every grid point is kept in the ``.csv``
 beside it. Every cell that uses a choice is marked ``tuning: non-private``.
 
-* λ (per dataset × model): the grid value with the best mean CV accuracy of NonPrivate (L-BFGS);
+The criterion (``tuning.criterion``) is the mean *validation loss* by default: the model's
+unregularised loss on the held-out fold (the records' ``test_loss`` on the tuning protocol's
+splits), lower is better. Accuracy stays the reported metric, not the criterion: on an
+imbalanced dataset every setting that predicts the majority class ties in accuracy, and the
+tie would be broken by grid order (docs/deviations.md#tuning-criterion). ``accuracy`` (mean
+validation accuracy, higher is better) is kept for comparison with the papers' practice.
+
+* λ (per dataset × model): the grid value with the best criterion for NonPrivate (L-BFGS);
   ties go to the larger λ (the smoother problem).
-* an algorithm's grid (per dataset × model): the grid point with the best mean CV accuracy of
-  that private algorithm over the block's ε values; ties go to the first point in grid order.
+* an algorithm's grid (per dataset × model): the grid point with the best criterion of that
+  private algorithm, averaged over the block's ε values; ties go to the first point in grid order.
+
+A non-finite validation loss (a diverged fit) ranks last. A choice at the smallest or largest
+value of a grid of two or more values is reported in the table's ``at_edge`` column and in the
+log: the grid may be too narrow there.
 
 Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits. A tuning job
 receives :func:`tuning_spec`, the part of the paper config it reads, so that it reruns exactly
@@ -90,10 +101,45 @@ def _spec(paper, experiment, dataset, model, key, l2, hyper, epsilon, seed):
             "seed": int(seed), "tuning": "non-private"}
 
 
+GRID_COLUMNS = ["dataset", "model", "tuned", "setting", "mean_validation_loss", "mean_accuracy", "chosen",
+                "at_edge"]
+
+
+def _score(frames: list[pd.DataFrame], criterion: str) -> tuple[float, float, float]:
+    """(rank key, mean validation loss, mean accuracy) of a grid point's records; the rank key
+    is smaller for better points (a non-finite loss ranks last)."""
+    loss = float(np.mean([f["test_loss"].mean() for f in frames]))
+    accuracy = float(np.mean([f["accuracy"].mean() for f in frames]))
+    if criterion == "accuracy":
+        return (-accuracy if np.isfinite(accuracy) else np.inf), loss, accuracy
+    return (loss if np.isfinite(loss) else np.inf), loss, accuracy
+
+
+def grid_edges(grid: dict, point: dict) -> str:
+    """Which values of ``point`` are the smallest or largest of their grid (grids of two or more
+    values; numbers by value, other values by their place in the list), e.g.
+    ``"steps=200 (largest)"``; empty when none is."""
+    out = []
+    for name, value in point.items():
+        values = list(grid[name])
+        if len(values) < 2:
+            continue
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        low, high = (min(values), max(values)) if numeric else (values[0], values[-1])
+        if value == low:
+            bound = numeric and value == 0 and low >= 0  # nothing below 0 for a non-negative grid
+            out.append(f"{name}={value} ({'smallest' if numeric else 'first'}"
+                       f"{', 0: no smaller value exists' if bound else ''})")
+        elif value == high:
+            out.append(f"{name}={value} ({'largest' if numeric else 'last'})")
+    return "; ".join(out)
+
+
 def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None,
          log: Callable[[str], None] = lambda message: None) -> tuple[dict, pd.DataFrame]:
     """Run the paper's tuning grid; return (choices, one row per grid point)."""
     tuning = paper["tuning"]
+    criterion = tuning.get("criterion", "validation-loss")
     chosen, rows = {}, []
     folds: dict = {}  # per prepared array set: its training folds, cut once (protocol.run_cells)
 
@@ -101,49 +147,53 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
         return run_cell(spec, data(spec["dataset"], spec["profile"]), log=None,
                         folds=folds.setdefault((spec["dataset"], spec["profile"]), {}))
 
+    def report(dataset, model, what, grid, point, loss, accuracy):
+        edge = grid_edges(grid, point)
+        setting = ", ".join(f"{n}={v}" for n, v in point.items())
+        log(f"{dataset}/{model}: {what} {setting} (mean validation loss {loss:.4f}, accuracy {accuracy:.4f})"
+            + (f"; WARNING: at the edge of its grid: {edge}" if edge else ""))
+        return edge
+
     for dataset, model, experiment in tuning_jobs(paper):
         if datasets is not None and dataset not in datasets:
             continue
         default_l2 = paper["models"][model].get("l2", 0.0)
         choice = {"l2": default_l2, "hyper": {}}
+        edges, texts = {}, {}  # per tuned key: the chosen point's edge note and its setting text
         if "l2" in tuning:
+            grid = tuning["l2"]["grid"]
             scores = []
-            for l2 in tuning["l2"]["grid"]:
+            for l2 in grid:
                 spec = _spec(paper, experiment, dataset, model, "nonprivate", l2, {}, "inf", seed)
-                acc = run(spec)["accuracy"].mean()
-                scores.append(acc)
+                scores.append(_score([run(spec)], criterion))
                 rows.append({"dataset": dataset, "model": model, "tuned": "l2", "setting": f"l2={l2}",
-                             "mean_accuracy": acc})
-            best = max(range(len(scores)), key=lambda i: (scores[i], tuning["l2"]["grid"][i]))
-            choice["l2"] = float(tuning["l2"]["grid"][best])
-            log(f"{dataset}/{model}: lambda = {choice['l2']} (CV accuracy {scores[best]:.4f})")
+                             "mean_validation_loss": scores[-1][1], "mean_accuracy": scores[-1][2]})
+            best = min(range(len(grid)), key=lambda i: (scores[i][0], -grid[i]))
+            choice["l2"] = float(grid[best])
+            texts["l2"] = f"l2={grid[best]}"
+            edges["l2"] = report(dataset, model, "lambda", {"l2": grid}, {"l2": grid[best]}, *scores[best][1:])
         for block in tuning.get("hyper", []):
             key = block["algorithm"]
             if not runs_with(paper, key, dataset, model):
                 continue
             l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
             names = sorted(block["grid"])
-            best_acc, best_point = -np.inf, None
+            best_score, best_point = None, None
             for values in itertools.product(*(block["grid"][n] for n in names)):
                 point = dict(zip(names, values))
-                accs = [run(spec)["accuracy"].mean()
-                        for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps, seed)
-                                     for eps in block["epsilons"])]
-                acc = float(np.mean(accs))
+                score = _score([run(spec) for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps,
+                                                             seed) for eps in block["epsilons"])], criterion)
                 rows.append({"dataset": dataset, "model": model, "tuned": key,
-                             "setting": ", ".join(f"{n}={v}" for n, v in point.items()), "mean_accuracy": acc})
-                if acc > best_acc:
-                    best_acc, best_point = acc, point
+                             "setting": ", ".join(f"{n}={v}" for n, v in point.items()),
+                             "mean_validation_loss": score[1], "mean_accuracy": score[2]})
+                if best_score is None or score[0] < best_score[0]:
+                    best_score, best_point = score, point
             choice["hyper"][key] = best_point
-            log(f"{dataset}/{model}: {key} {best_point} (mean CV accuracy {best_acc:.4f})")
+            texts[key] = ", ".join(f"{n}={v}" for n, v in best_point.items())
+            edges[key] = report(dataset, model, key, block["grid"], best_point, *best_score[1:])
         chosen.setdefault(dataset, {})[model] = choice
-    grid = pd.DataFrame(rows, columns=["dataset", "model", "tuned", "setting", "mean_accuracy"])
-    grid["chosen"] = False
-    for dataset, models in chosen.items():
-        for model, choice in models.items():
-            mask = (grid["dataset"] == dataset) & (grid["model"] == model)
-            grid.loc[mask & (grid["tuned"] == "l2") & (grid["setting"] == f"l2={choice['l2']}"), "chosen"] = True
-            for key, point in choice["hyper"].items():
-                text = ", ".join(f"{n}={v}" for n, v in point.items())
-                grid.loc[mask & (grid["tuned"] == key) & (grid["setting"] == text), "chosen"] = True
-    return chosen, grid
+        for row in rows:
+            if row["dataset"] == dataset and row["model"] == model:
+                row["chosen"] = row["setting"] == texts.get(row["tuned"])
+                row["at_edge"] = edges.get(row["tuned"], "") if row["chosen"] else ""
+    return chosen, pd.DataFrame(rows, columns=GRID_COLUMNS)

@@ -28,13 +28,13 @@ rule audit_table:
         csv=report(
             f"{OUT}results/audit/audit.csv",
             caption="../report/audit.rst",
-            category="Privacy audit",
+            category=AUDIT_CATEGORY,
         ),
         md=f"{OUT}results/audit/audit.md",
         png=report(
             f"{OUT}figures/audit/audit.png",
             caption="../report/audit.rst",
-            category="Privacy audit",
+            category=AUDIT_CATEGORY,
         ),
         pdf=f"{OUT}figures/audit/audit.pdf",
     log:

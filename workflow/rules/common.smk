@@ -337,6 +337,57 @@ def audit_code(wildcards):
     )
 
 
+# -- the scorecard and the report's order -------------------------------------------------------------
+
+
+# Snakemake's report lists categories sorted by name: numbers keep the scorecard first, then
+# each paper in config order, then the datasets and the privacy audit.
+_WIDTH = len(str(len(PAPERS) + 2))
+
+
+def report_category(paper):
+    """A paper's report category, numbered by its place in config ``papers``."""
+    return f"{list(PAPERS).index(paper) + 1:0{_WIDTH}d} · {paper}"
+
+
+SCORECARD_CATEGORY = f"{0:0{_WIDTH}d} · Scorecard"
+DATASETS_CATEGORY = f"{len(PAPERS) + 1:0{_WIDTH}d} · Datasets"
+AUDIT_CATEGORY = f"{len(PAPERS) + 2:0{_WIDTH}d} · Privacy audit"
+
+
+def scorecard_tables():
+    """``<paper>/<table>`` -> path of every plugin table the scorecard reads."""
+    return {
+        f"{paper}/{name}": f"{OUT}results/tables/{paper}/{name}.csv"
+        for paper in PAPERS
+        for name in getattr(papers.plugin(paper), "SCORECARD_TABLES", ())
+    }
+
+
+def scorecard_summaries():
+    return [summary(paper, e) for paper in PAPERS for e in target_experiments(paper)]
+
+
+def scorecard_spec_json():
+    """Everything the scorecard reads from the configuration: per paper its title, declared
+    deviations and the registered algorithms it runs; the quick flag and the audit's scale."""
+    entries = []
+    for key, paper in PAPERS.items():
+        algorithms = sorted({experiments.registered_name(paper, a) for a in paper["algorithms"]})
+        title = getattr(papers.plugin(key), "TITLE", paper.get("title", key))
+        entries.append(
+            {
+                "key": key,
+                "title": title,
+                "deviations": paper["deviations"],
+                "algorithms": algorithms,
+            }
+        )
+    return json.dumps(
+        {"papers": entries, "quick": config["quick"], "audit": config["audit"]}, sort_keys=True
+    )
+
+
 def quick_flag():
     return "--quick" if config["quick"] else ""
 

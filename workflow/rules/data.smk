@@ -44,7 +44,7 @@ rule dataset_table:
         csv=report(
             f"{OUT}results/tables/datasets.csv",
             caption="../report/datasets.rst",
-            category="Datasets",
+            category=DATASETS_CATEGORY,
         ),
         md=f"{OUT}results/tables/datasets.md",
     log:

@@ -8,7 +8,7 @@ rule summarise:
         csv=report(
             f"{OUT}results/summaries/{{paper}}/{{experiment}}.csv",
             caption="../report/summary_table.rst",
-            category="{paper}",
+            category=lambda wildcards: report_category(wildcards.paper),
             subcategory="summaries",
         ),
         md=f"{OUT}results/summaries/{{paper}}/{{experiment}}.md",
@@ -33,7 +33,7 @@ rule figure:
         png=report(
             f"{OUT}figures/{{paper}}/{{figure}}.png",
             caption="../report/figure.rst",
-            category="{paper}",
+            category=lambda wildcards: report_category(wildcards.paper),
             subcategory="figures",
         ),
         pdf=f"{OUT}figures/{{paper}}/{{figure}}.pdf",
@@ -52,3 +52,31 @@ rule figure:
     shell:
         "python -m dperm figure --spec {params.spec:q} --summary {input}"
         " --png {output.png} --pdf {output.pdf} > {log} 2>&1"
+
+
+rule scorecard:
+    """results/SCORECARD.md and the report's first page: per paper, published numbers beside ours,
+    claims and verdicts, deviations, record labels and the audit (dperm.report.scorecard)."""
+    input:
+        tables=list(scorecard_tables().values()),
+        summaries=scorecard_summaries(),
+        audit=f"{OUT}results/audit/audit.csv",
+        docs=["docs/deviations.md", "docs/privacy.md"],
+    output:
+        md=f"{OUT}results/SCORECARD.md",
+        html=report(
+            f"{OUT}results/scorecard.html",
+            caption="../report/scorecard.rst",
+            category=SCORECARD_CATEGORY,
+        ),
+    log:
+        f"{OUT}logs/scorecard.log",
+    conda:
+        "../envs/dperm.yaml"
+    params:
+        spec=scorecard_spec_json(),
+        tables=" ".join(f"--table {k}={v}" for k, v in scorecard_tables().items()),
+        code=CODE["report"] + source_fingerprint("papers"),
+    shell:
+        "python -m dperm scorecard --spec {params.spec:q} {params.tables} --summaries {input.summaries}"
+        " --audit {input.audit} --docs {input.docs} --md {output.md} --html {output.html} > {log} 2>&1"

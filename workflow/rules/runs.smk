@@ -12,7 +12,7 @@ checkpoint tune:
         csv=report(
             f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
             caption="../report/tuning.rst",
-            category="{paper}",
+            category=lambda wildcards: report_category(wildcards.paper),
             subcategory="tuning (non-private)",
         ),
     log:

@@ -1,5 +1,5 @@
 """Shared pieces of the DP-GD and DP-SGD of Wang's lecture notes (Lecture 15, Algorithms 2 and 3):
-their noise calibrations (the notes' bounds and the tight accountants) and the projected noisy
+their noise calibrations (the notes' bounds, RDP and the tight PLD) and the projected noisy
 (S)GD loop, ``draws`` chains in lockstep.
 
 Notation: n rows, T steps, per-example gradients clipped to L (the notes' Lipschitz constant),

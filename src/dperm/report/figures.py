@@ -19,7 +19,8 @@ import pandas as pd  # noqa: E402
 from ..files import atomic_path  # noqa: E402
 
 BASELINES = {"nonprivate": ("NonPrivate", "black", "--"), "majority": ("Majority", "grey", ":")}
-METRIC_LABELS = {"accuracy": "test accuracy", "objective": "training objective (mean loss)",
+METRIC_LABELS = {"accuracy": "test accuracy", "test_loss": "test loss (mean)",
+                 "objective": "training objective (mean loss)",
                  "opt_gap": "optimality gap", "excess_risk": "excess empirical risk"}
 MARKERS = "osD^vP*Xh<>"
 
@@ -144,10 +145,10 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
 
 
 def metric_label(metric: str, protocol: dict | None = None) -> str:
-    """Axis label of a metric; accuracy is training accuracy under the ``full`` protocol (fit
-    and evaluated on all rows, as Lee & Kifer's Figure 1)."""
-    if metric == "accuracy" and (protocol or {}).get("kind") == "full":
-        return "training accuracy"
+    """Axis label of a metric; accuracy and the test loss are training figures under the ``full``
+    protocol (fit and evaluated on all rows, as Lee & Kifer's Figure 1)."""
+    if (protocol or {}).get("kind") == "full" and metric in ("accuracy", "test_loss"):
+        return {"accuracy": "training accuracy", "test_loss": "training loss (mean)"}[metric]
     return METRIC_LABELS.get(metric, metric)
 
 

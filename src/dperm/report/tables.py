@@ -15,7 +15,7 @@ from ..files import write_text_atomic
 
 KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting", "sweep",
         "tuning", "dp_as_implemented"]
-METRICS = ["accuracy", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
+METRICS = ["accuracy", "test_loss", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
 CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × repeats × draws, "
            "treated as independent; fits of one fold share their training rows)")
 

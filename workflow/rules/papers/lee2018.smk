@@ -16,7 +16,7 @@ rule lee2018_table1:
         csv=report(
             f"{OUT}results/tables/lee2018/table1.csv",
             caption=paper_caption("lee2018", "table1"),
-            category="lee2018",
+            category=report_category("lee2018"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/table1.md",
@@ -40,7 +40,7 @@ rule lee2018_table2:
         csv=report(
             f"{OUT}results/tables/lee2018/table2.csv",
             caption=paper_caption("lee2018", "table2"),
-            category="lee2018",
+            category=report_category("lee2018"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/table2.md",
@@ -64,7 +64,7 @@ rule lee2018_claims:
         csv=report(
             f"{OUT}results/tables/lee2018/claims.csv",
             caption=paper_caption("lee2018", "claims"),
-            category="lee2018",
+            category=report_category("lee2018"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/claims.md",

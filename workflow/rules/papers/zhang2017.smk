@@ -26,7 +26,7 @@ rule zhang2017_table3:
         csv=report(
             f"{OUT}results/tables/zhang2017/table3.csv",
             caption=paper_caption("zhang2017", "table3"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/table3.md",
@@ -50,7 +50,7 @@ rule zhang2017_claims:
         csv=report(
             f"{OUT}results/tables/zhang2017/claims.csv",
             caption=paper_caption("zhang2017", "claims"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/claims.md",
@@ -73,7 +73,7 @@ rule zhang2017_error_figure:
         png=report(
             f"{OUT}figures/zhang2017/error.png",
             caption=paper_caption("zhang2017", "error"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="figures",
         ),
         pdf=f"{OUT}figures/zhang2017/error.pdf",
@@ -96,7 +96,7 @@ rule zhang2017_table2:
         csv=report(
             f"{OUT}results/tables/zhang2017/table2.csv",
             caption=paper_caption("zhang2017", "table2"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/zhang2017/table2.md",
@@ -119,14 +119,14 @@ rule zhang2017_rrpsgd:
         csv=report(
             f"{OUT}results/tables/zhang2017/rrpsgd.csv",
             caption=paper_caption("zhang2017", "rrpsgd"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="RRPSGD",
         ),
         md=f"{OUT}results/tables/zhang2017/rrpsgd.md",
         png=report(
             f"{OUT}figures/zhang2017/rrpsgd.png",
             caption=paper_caption("zhang2017", "rrpsgd"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="RRPSGD",
         ),
         pdf=f"{OUT}figures/zhang2017/rrpsgd.pdf",
@@ -150,7 +150,7 @@ rule zhang2017_runtime_table:
         csv=report(
             f"{OUT}results/tables/zhang2017/runtime.csv",
             caption=paper_caption("zhang2017", "runtime"),
-            category="zhang2017",
+            category=report_category("zhang2017"),
             subcategory="runtime (theorem settings)",
         ),
         md=f"{OUT}results/tables/zhang2017/runtime.md",

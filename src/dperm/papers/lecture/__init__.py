@@ -2,9 +2,9 @@
 produces and how it departs from the notes: docs/papers/lecture.md.
 
 The notes have no experiments; the grid (``config/papers/lecture.yaml``) runs their algorithms
-(``dp-gd-lecture``, ``dp-sgd-lecture``) with the notes' calibrations and the tight accountants on
-Lee & Kifer's datasets, SGD-MA under three accountants, and the notes' rates on seeded synthetic
-data. This package computes the accounting lab (:mod:`.lab`, not a grid of fits) and builds the
+(``dp-gd-lecture``, ``dp-sgd-lecture``) with the notes' calibrations and the tighter accountants
+(RDP; PLD, tight up to its discretisation) on Lee & Kifer's datasets, SGD-MA under three
+accountants, and the notes' rates on seeded synthetic data. This package computes the accounting lab (:mod:`.lab`, not a grid of fits) and builds the
 SGD-MA, rates and claims tables and figures from the cell records and summaries
 (:mod:`.analyses`), each a ``python -m dperm lecture <verb>`` command run by
 ``workflow/rules/papers/lecture.smk``.
@@ -24,6 +24,25 @@ VERBS = {
               ("csv", "md", "slopes-csv", "slopes-md", "png", "pdf"), False),
     "claims": ("the notes' claims with what was measured", None, ("csv", "md"), False),
 }
+
+
+SCORECARD_TABLES = ("claims",)
+
+
+def scorecard(tables):
+    """The claims check's rows; the notes print no experimental numbers of their own."""
+    from ...report.scorecard import PaperCard, claim_rows, verdict
+
+    claims = []
+    for _, r in tables["claims"].iterrows():
+        v, wording = verdict(r["verdict"])
+        measured = "" if r.isna()["measured"] else str(r["measured"])
+        reason = "; ".join(x for x in (wording, measured) if x)
+        claims.append({"claim": r["claim"], "scope": "", "verdict": v, "reason": reason})
+    return PaperCard(claims=claim_rows(claims),
+                     note="The notes derive calibrations and rates and quote Abadi et al.'s deep-learning numbers; "
+                          "they print no experiment of their own, so there is no published number to set ours beside "
+                          "(the calibrations are checked against independent accountants in the tests).")
 
 
 def add_cli(sub) -> None:

@@ -45,6 +45,49 @@ VERBS = {
 }
 
 
+SCORECARD_TABLES = ("table2", "table3", "claims")
+
+
+def scorecard(tables):
+    """Table 3's published errors and times and Table 2's sizes beside ours; per Table 3 cell, the
+    paper's two verdicts (which method has the lower error, which is faster) tested on ours."""
+    from ...report.scorecard import PaperCard, claim_rows, comparison_rows
+
+    nan, rows = float("nan"), []
+    for _, r in tables["table3"].iterrows():
+        cell = f"{r['dataset']}, μ = {r['mu']:g}, ε = {r['epsilon']:g}"
+        for ours, published, ci, what, note in (
+                ("error_outpert", "published_error_outpert", "error_outpert_ci95", "OutPert-GD error", ""),
+                ("error_bassily", "published_error_bassily", "error_bassily_ci95", "Bassily et al. error", ""),
+                ("seconds_outpert", "published_seconds_outpert", None, "OutPert-GD seconds", "another machine"),
+                ("seconds_bassily_theorem_est", "published_seconds_bassily", None, "Bassily et al. seconds",
+                 "ours estimated at the theorem's T = n²/m; another machine")):
+            rows.append({"source": "Table 3", "item": f"{cell}: {what}", "published": r[published], "ours": r[ours],
+                         "ours_ci95": r[ci] if ci else nan, "note": note})
+    for _, r in tables["table2"].iterrows():
+        rows.append({"source": "Table 2", "item": f"{r['dataset']}: rows", "published": r["n_paper"],
+                     "ours": r["n_ours"], "ours_ci95": nan, "note": ""})
+        rows.append({"source": "Table 2", "item": f"{r['dataset']}: d", "published": r["d_paper"],
+                     "ours": r["features_ours"], "ours_ci95": nan, "note": "ours: features without the bias"})
+    claims = []
+    for _, r in tables["claims"].iterrows():
+        scope = f"{r['dataset']}, μ = {r['mu']:g}, ε = {r['epsilon']:g}"
+        paper, ours = r["error: paper's lower"], r["error: our lower"]
+        if r["error: our evidence"] != "significant":
+            verdict = "not supported"
+            reason = f"no significant difference ({r['error: our evidence']}; ours lower: {ours})"
+        else:
+            verdict = "supported" if ours == paper else "not supported"
+            reason = f"ours lower: {ours} (significant)"
+        claims.append({"claim": f"{paper} has the lower error", "scope": scope, "verdict": verdict, "reason": reason})
+        faster = r["runtime: paper's faster"]
+        claims.append({"claim": f"{faster} is faster", "scope": scope,
+                       "verdict": "supported" if r["runtime: agrees"] == "yes" else "not supported",
+                       "reason": f"ours (OutPert-GD vs Bassily at n²/m, estimated): {r['runtime: ours (s)']} s"})
+    return PaperCard(comparison_rows(rows), claim_rows(claims),
+                     "Table 3 (errors and running times) and Table 2 (dataset sizes) are the paper's printed numbers.")
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
     verbs = p.add_subparsers(dest="verb", required=True)

@@ -1,0 +1,119 @@
+"""The scorecard: plugin parts are checked, verdicts normalised, deviations resolved against the
+docs, labels counted from the summaries and audit rows matched to the algorithms a paper runs."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO
+
+from dperm import experiments, papers
+from dperm.report import scorecard as sc
+
+
+def test_verdict_wordings_map_to_three_verdicts_and_keep_what_they_add():
+    assert sc.verdict("supported") == ("supported", "")
+    assert sc.verdict("not supported") == ("not supported", "")
+    assert sc.verdict("partly (within CI)") == ("not supported", "partly (within CI)")
+    assert sc.verdict("not testable") == ("not tested", "not testable")
+    assert sc.verdict("not tested: no MNIST (quoted, not derived)") == ("not tested", "no MNIST (quoted, not derived)")
+    assert sc.verdict("consistent (slope within 0.5)") == ("supported", "consistent (slope within 0.5)")
+    with pytest.raises(ValueError, match="'maybe'"):
+        sc.verdict("maybe")
+
+
+def _card(verdict="supported", reason="because"):
+    return sc.PaperCard(sc.comparison_rows([{"source": "T", "item": "a", "published": 2.0, "ours": 3.0,
+                                             "ours_ci95": 0.1, "note": ""},
+                                            {"source": "T", "item": "b", "published": 0.0, "ours": 1.0,
+                                             "ours_ci95": math.nan, "note": ""}]),
+                        sc.claim_rows([{"claim": "c", "scope": "", "verdict": verdict, "reason": reason}]))
+
+
+def test_checked_adds_the_ratio_and_refuses_bad_parts():
+    card = sc.checked("p", _card())
+    assert card.comparisons["ratio"].iloc[0] == 1.5 and math.isnan(card.comparisons["ratio"].iloc[1])
+    with pytest.raises(ValueError, match="paper 'p'.*'maybe'"):
+        sc.checked("p", _card(verdict="maybe"))
+    with pytest.raises(ValueError, match="needs a reason"):
+        sc.checked("p", _card(reason=""))
+    wrong = _card()
+    wrong.claims = wrong.claims.rename(columns={"reason": "evidence"})
+    with pytest.raises(ValueError, match="claims have columns"):
+        sc.checked("p", wrong)
+
+
+DOCS = {"deviations.md": '# D\n\n<a id="one"></a>\n### The first departure\n\ntext\n',
+        "privacy.md": '<a id="leak"></a>\n## A leak\n'}
+
+
+def test_deviations_read_headings_and_name_an_unknown_anchor():
+    headings = sc.doc_headings(DOCS)
+    table = sc.deviations("p", ["one", "privacy.md#leak"], headings)
+    assert list(table["heading"]) == ["The first departure", "A leak"]
+    assert list(table["link"]) == ["docs/deviations.md#one", "docs/privacy.md#leak"]
+    with pytest.raises(ValueError, match="paper 'p': deviation 'two'.*deviations.md#one"):
+        sc.deviations("p", ["two"], headings)
+
+
+def test_labels_count_what_a_reader_must_weigh():
+    summary = pd.DataFrame({"experiment": ["e"] * 4, "dp_as_implemented": ["True", "False", "n/a", "True"],
+                            "tuning": ["private", "non-private", "non-private", "private"],
+                            "preprocessing": ["data-dependent", "public-bounds", "data-dependent", "public-bounds"]})
+    row = sc.labels(summary).iloc[0]
+    assert (row["cells"], row["private cells"], row["tuning non-private"], row["not DP as implemented"],
+            row["data-dependent preprocessing"]) == (4, 3, 2, 1, 2)
+
+
+def test_audit_rows_follow_the_algorithms_a_subject_runs():
+    audit = pd.DataFrame({"subject": ["a", "mutant", "other"], "kind": ["algorithm", "mutant", "algorithm"],
+                          "case": ["c"] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_lower": [0.0, 2.0, 0.0],
+                          "verdict": ["passes", "caught", "passes"], "algorithms": ["a", "b;a", "z"]})
+    assert list(sc.audit_for(audit, {"a"})["subject"]) == ["a", "mutant"]
+    assert sc.audit_for(audit, {"y"}).empty
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "config" / "papers").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_declared_deviation_is_an_anchor_of_the_docs(path):
+    docs = {name: (REPO / "docs" / name).read_text(encoding="utf-8") for name in ("deviations.md", "privacy.md")}
+    paper = experiments.load_paper(path)
+    table = sc.deviations(paper["paper"], paper["deviations"], sc.doc_headings(docs))
+    assert len(table) == len(paper["deviations"])
+
+
+def test_a_plugin_with_scorecard_tables_has_a_scorecard_function_and_the_reverse():
+    for name in papers.names():
+        plugin = papers.plugin(name)
+        assert hasattr(plugin, "SCORECARD_TABLES") == hasattr(plugin, "scorecard"), name
+
+
+def test_the_markdown_links_the_docs_from_where_it_is_written():
+    section = sc.Section("p", "Paper", sc.checked("p", _card()),
+                         sc.deviations("p", ["one"], sc.doc_headings(DOCS)), pd.DataFrame(),
+                         pd.DataFrame(columns=["subject", "kind", "case", "epsilon_claimed", "epsilon_lower", "verdict"]))
+    audit = pd.DataFrame(columns=sc.AUDIT_COLUMNS)
+    text = sc.to_markdown({"quick": True, "audit": {"scale": 0.1}}, [section], audit, docs_link="../../docs")
+    assert "[The first departure](../../docs/deviations.md#one)" in text
+    assert "QUICK RUN" in text and "Reduced audit: 0.1" in text
+    assert "| T | a | 2 | 3 | 0.1 | 1.5 |" in text
+    html = sc.to_html({"quick": False, "audit": {"scale": 1.0}}, [section], audit)
+    assert "QUICK RUN" not in html and "The first departure" in html
+
+
+def test_lee2018_scorecard_reads_its_tables(tmp_path):
+    """The plugin's own tables as its rules write them (column names), turned into the card."""
+    card = papers.plugin("lee2018").scorecard({
+        "table1": pd.DataFrame({"t": [0], "grad_norm": [0.5], "grad_norm_published": [0.7], "noisy_grad_norm": [0.8],
+                                "noisy_grad_norm_published": [0.9], "noise_rms": [0.5], "objective": [0.69],
+                                "objective_published": [0.69]}),
+        "table2": pd.DataFrame({"dataset": ["adult"], "n_ours": [45222], "dim_ours": [105], "n_paper": [48842],
+                                "dim_paper": [124], "status": ["ok"]}),
+        "claims": pd.DataFrame({"claim": ["x"], "dataset": ["adult"], "model": ["lr"], "verdict": ["partly"],
+                                "evidence": ["2/5"]})})
+    card = sc.checked("lee2018", card)
+    assert len(card.comparisons) == 5 and card.claims["verdict"].tolist() == ["not supported"]
+    assert card.claims["reason"].iloc[0] == "partly: 2/5"
+    assert yaml.safe_load((REPO / "config" / "papers" / "lee2018.yaml").read_text())["deviations"]
