@@ -31,7 +31,7 @@ def test_every_registered_private_algorithm_is_an_audit_subject():
     names = {s.name for s in audit.registered_subjects()}
     assert names == {n for n in algorithm_names() if get_algorithm(n).private}
     mutants = [s for s in audit.subjects() if s.kind == "mutant"]
-    assert len(mutants) == 5 and not any(s.expect_private for s in mutants)
+    assert len(mutants) == 6 and not any(s.expect_private for s in mutants)
     assert len({audit.slug(s.name) for s in audit.subjects()}) == len(audit.subjects())
 
 

@@ -240,3 +240,57 @@ def test_selection_gap_reads_the_three_dp_agd_cells_of_figures_2_3_and_the_refer
     assert {c.algorithm for c in cells} == {"dp-agd", "dp-agd-gumbel", "dp-agd-reference"}
     assert {c.experiment for c in cells if c.algorithm == "dp-agd-reference"} == {"reference"}
     assert {c.experiment for c in cells if c.algorithm == "dp-agd-gumbel"} == {"fig2", "fig3"}
+
+
+# -- the price of private tuning -------------------------------------------------------------------
+
+def test_end_to_end_searches_the_grids_the_tuning_step_searches():
+    """A fair comparison: every end-to-end algorithm searches exactly the grid the non-private
+    tuning step searches for its base (λ for all, OutPert's T and step size too)."""
+    from conftest import REPO
+
+    from dperm.experiments import load_paper
+    from dperm.papers.lee2018.private_tuning import table_spec
+
+    paper = load_paper(REPO / "config" / "papers" / "lee2018.yaml")
+    pairs = table_spec(paper)["pairs"]
+    assert set(pairs.values()) == {"dp-agd", "objpert", "outpert"}
+    tuning = paper["tuning"]
+    for key, base in pairs.items():
+        grid = paper["algorithms"][key]["grid"]
+        expected = {"l2": tuning["l2"]["grid"]} if base in tuning["l2"]["algorithms"] else {}
+        for block in tuning.get("hyper", []):
+            if block["algorithm"] == base:
+                expected.update(block["grid"])
+        assert grid == expected, (key, grid, expected)
+        assert paper["algorithms"][key].get("profile") == paper["algorithms"][base].get("profile")
+
+
+def _summary_row(algorithm, eps, mean, std, n):
+    return {"dataset": "bank-dpagd", "model": "lr", "algorithm": algorithm, "epsilon": eps, "accuracy_mean": mean,
+            "accuracy_std": std, "accuracy_ci95": 2 * std / np.sqrt(n), "accuracy_n": n}
+
+
+def test_the_price_is_the_difference_with_a_welch_interval_and_the_selection_is_summarised():
+    import json
+
+    from scipy import stats
+
+    from dperm.papers.lee2018.private_tuning import price_table
+
+    reference = pd.DataFrame([_summary_row("objpert", 0.1, 0.88, 0.01, 100), _summary_row("objpert", 1.6, 0.90, 0.01, 100)])
+    end_to_end = pd.DataFrame([_summary_row("objpert-private-tuning", 0.1, 0.80, 0.04, 20),
+                               _summary_row("objpert-private-tuning", 1.6, 0.89, 0.02, 20)])
+    extras = [{"trial_epsilon": 0.02, "trials": k, "chosen": {"l2": 0.001 if k < 9 else 0.01}} for k in (6, 8, 10, 7)]
+    records = pd.DataFrame({"dataset": "bank-dpagd", "model": "lr", "algorithm": "objpert-private-tuning",
+                            "epsilon": 0.1, "extra": [json.dumps(e) for e in extras]})
+    table = price_table(reference, end_to_end, records, {"objpert-private-tuning": "objpert"})
+    assert table["epsilon"].tolist() == [0.1, 1.6] and (table["algorithm"] == "objpert").all()
+    first = table.iloc[0]
+    assert first["price"] == pytest.approx(0.08)
+    v1, v2 = 0.01 ** 2 / 100, 0.04 ** 2 / 20
+    df = (v1 + v2) ** 2 / (v1 ** 2 / 99 + v2 ** 2 / 19)
+    assert first["price_ci95"] == pytest.approx(stats.t.ppf(0.975, df) * np.sqrt(v1 + v2))
+    assert first["mean_trials"] == pytest.approx(7.75) and first["trial_epsilon"] == pytest.approx(0.02)
+    assert first["chosen_most"] == "l2=0.001" and first["chosen_share"] == pytest.approx(0.75)
+    assert np.isnan(table.iloc[1]["trial_epsilon"])  # no records given for that cell

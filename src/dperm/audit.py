@@ -10,11 +10,12 @@ lower bound ε_LB = ln((P_hi − δ)/P_lo) at 95% confidence (hockey-stick form,
 keeps the bound valid without a correction for the choice.
 
 A correct algorithm passes when ε_LB ≤ its claimed ε. The audit also has to show power: every
-reference variant registered as not DP as implemented, and five mutants that exist only here
+reference variant registered as not DP as implemented, and six mutants that exist only here
 (half the calibrated noise; a selection that assumes monotone scores on scores that are not;
 fixed-size batches accounted as Poisson sampling; a Gumbel selection charged ε²/8 but run at
-twice its ε; a Gumbel selection with the monotone scale on scores that are not monotone), must
-be caught, ε_LB > ε. An audit that misses one of those fails, whatever the rest shows.
+twice its ε; a Gumbel selection with the monotone scale on scores that are not monotone; private
+hyper-parameter selection whose validation score has no noise), must be caught, ε_LB > ε. An
+audit that misses one of those fails, whatever the rest shows.
 
 The Gumbel selection (DP-AGD's ``selection: gumbel``, docs/privacy.md#bounded-range-selection) is
 audited twice: inside DP-AGD by DP-AGD's own cases, and alone, as here. Inside DP-AGD a
@@ -244,6 +245,21 @@ def _displaced_row_cases():
     return displaced_row_audit(hyper={"epochs": 0.5, "batch_size": 20, "clip": 0.5, "learning_rate": 1.0})()
 
 
+def _selection_noiseless_score(problem, privacy, rng, draws=1, **hyper):
+    """Private selection whose validation score has no noise (a non-private score), charged as
+    the correct selection is."""
+    from .algorithms import get_algorithm
+
+    spec = get_algorithm("private-selection")
+    return spec.impl(problem, privacy, rng, draws, **spec.hyper(hyper), **{**spec.switches, "noisy_score": False})
+
+
+def _private_selection_cases() -> list[AuditCase]:
+    from .algorithms import get_algorithm
+
+    return get_algorithm("private-selection").audit()
+
+
 def mutant_subjects() -> list[Subject]:
     """Mutants built to be caught, each beside the correct mechanism it breaks (which must pass
     the same cases)."""
@@ -275,6 +291,9 @@ def mutant_subjects() -> list[Subject]:
         Subject("mutant: Gumbel selection assuming monotone scores", "mutant", False, _selection(True, "gumbel"),
                 _selection_cases, description="scale Delta/epsilon on scores that move in opposite directions "
                 "(DP-AGD on fixed-size batches with the full-batch scale)"),
+        Subject("mutant: private selection with a noiseless score", "mutant", False, _selection_noiseless_score,
+                _private_selection_cases, description="trials scored on the validation part without noise",
+                algorithms=("private-selection", "outpert")),
     ]
 
 

@@ -436,6 +436,8 @@ def cell_spec(paper: dict, cell: Cell, seed: int) -> dict:
     }
     if "splits_of" in exp:
         spec["splits_of"] = exp["splits_of"]
+    if algo_cfg.get("label"):  # the name in tables and legends (records' ``label``)
+        spec["label"] = algo_cfg["label"]
     tuned = uses_tuning(paper, cell.experiment, key)
     if tuned is not None:
         spec["tuned"] = {**tuned, "key": key, "profile": exp["profile"]}

@@ -185,6 +185,13 @@ def preprocessing_label(arrays: dict) -> str:
     return label
 
 
+def record_label(spec: dict, algo) -> str:
+    """A cell's name in tables and legends: its config ``label`` when it has one, else the
+    registered algorithm's; a reference variant keeps its registered label, which carries its
+    caveat (docs/privacy.md)."""
+    return (spec.get("label") or algo.label) if algo.variant != "reference" else algo.label
+
+
 def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper,
              preprocessing) -> list[dict]:
     """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``,
@@ -198,7 +205,7 @@ def _records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics
     return [{
         "paper": spec["paper"], "experiment": spec["experiment"], "dataset": spec["dataset"],
         "model": spec["model"]["name"], "algorithm": cell_algorithm(spec), "variant": algo.variant,
-        "label": algo.label, "setting": setting, "sweep": spec.get("sweep", ""),
+        "label": record_label(spec, algo), "setting": setting, "sweep": spec.get("sweep", ""),
         "epsilon": parse_setting(setting)[0], "delta": privacy.delta, "epsilon_spent": eps_spent[d],
         "delta_spent": result.delta_spent, "adjacency": result.adjacency,
         "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,

@@ -100,7 +100,15 @@ class AlgorithmSpec:
     ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`).
     ``variant`` is ``correct`` or ``reference``; a reference variant reproduces published code and
     says in ``caveat`` whether it is DP as implemented. ``audit`` returns the cases of its
-    black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one."""
+    black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one.
+
+    Two optional capabilities. ``rdp(problem, epsilon, delta, hyper) -> (Privacy, RdpStatement)``:
+    the algorithm may be a base of private selection (:mod:`.private_selection`); given a
+    per-trial budget ``epsilon`` (and the cell's ``delta``, for calibrations that take one) it
+    returns the target one fit runs at and what that fit satisfies, ρ-zCDP and/or pure ε-DP
+    (:class:`dperm.privacy.selection.RdpStatement`), with ``hyper`` its full hyper-parameters.
+    ``check(given, where)``: further checks of configured hyper-parameters beyond their types
+    (e.g. a nested grid), run by :meth:`check_types` so that a bad value fails before any job."""
 
     name: str
     impl: Callable
@@ -116,6 +124,8 @@ class AlgorithmSpec:
     caveat: str = ""
     description: str = ""
     audit: Callable[[], list] | None = None
+    rdp: Callable | None = None
+    check: Callable | None = None
 
     @property
     def label(self) -> str:
@@ -157,6 +167,8 @@ class AlgorithmSpec:
             names = " or ".join(sorted(kinds))
             raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "
                              f"must be {names}; got {value!r}")
+        if self.check is not None:
+            self.check(dict(given), where)
 
     def fit(self, problem, privacy, rng, draws: int = 1, **hyper) -> FitResult:
         return self.impl(problem, privacy, rng, draws, **self.hyper(hyper), **self.switches)

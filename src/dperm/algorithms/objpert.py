@@ -63,6 +63,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import solvers
+from ..privacy.selection import RdpStatement
 from ._perturb import (
     check_regulariser,
     check_row_bound,
@@ -121,7 +122,18 @@ def reference_objective(problem, b, Delta, bias_column: int | None = 0):
     return value_and_grad
 
 
+def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
+    """One ``objpert`` fit as a trial of private selection (docs/privacy.md#private-selection): it
+    runs with δ = 0 (Gamma-norm noise), pure ε-DP for the exact minimiser (module docstring),
+    whatever ``delta`` the cell has — the Gaussian branch is (ε, δ)-DP only, which gives no RDP
+    curve, so a trial never uses it."""
+    if hyper.get("adjacency", "replace-one") == "add-remove" and problem.l2 > 0:
+        raise ValueError("objpert under add/remove needs l2 = 0 (docs/privacy.md#objpert-add-remove-n)")
+    return Privacy(epsilon, 0.0), RdpStatement(epsilon=epsilon, adjacency=hyper.get("adjacency", "replace-one"))
+
+
 @register("objpert", audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
+          rdp=selection_trial,
           description="objective perturbation (Kifer et al. 2012), constants from the "
           "loss at an enforced public row bound, certified L-BFGS solve")
 def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,

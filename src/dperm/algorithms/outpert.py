@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import solvers
 from ..losses import Huber
+from ..privacy.selection import RdpStatement
 from . import _outpert_theory as theory
 from ._perturb import (
     check_regulariser,
@@ -171,7 +172,20 @@ def _fit_outpert(problem, privacy, rng, draws, *, name, row_bound, solution_boun
                "smoothness": beta, "mu": mu, "solution_bound": solution_bound})
 
 
-@register("outpert-gd", switches={"name": "outpert-gd"},
+def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
+    """One ``outpert``/``outpert-gd`` fit as a trial of private selection
+    (docs/privacy.md#private-selection), at (``epsilon``, the cell's ``delta``): with δ > 0 its
+    Gaussian σ is calibrated to the sensitivity Δ, so the release is a Gaussian mechanism,
+    ρ = Δ²/(2σ²)-zCDP (Bun & Steinke 2016, Prop. 1.6), whichever rule ``gaussian`` picks σ by;
+    with δ = 0 the Gamma-norm noise is pure ε-DP."""
+    kind, scale, _ = theory.noise_calibration(1.0, float(epsilon), float(delta), hyper.get("gaussian", "auto"))
+    privacy = Privacy(epsilon, delta)
+    if kind == "gamma-norm":
+        return privacy, RdpStatement(epsilon=epsilon, adjacency="replace-one")
+    return privacy, RdpStatement(rho=1.0 / (2.0 * scale * scale), adjacency="replace-one")
+
+
+@register("outpert-gd", switches={"name": "outpert-gd"}, rdp=selection_trial,
           audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
@@ -193,7 +207,7 @@ def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound:
                         lemma=lemma, gaussian=gaussian, huber_h=huber_h)
 
 
-register_variant("outpert", of="outpert-gd", variant="correct", switches={"name": "outpert"},
+register_variant("outpert", of="outpert-gd", variant="correct", switches={"name": "outpert"}, rdp=selection_trial,
                  defaults={"steps": 50, "learning_rate": 1.0, "lemma": "convex"},
                  description="Lee & Kifer's OutPert baseline (T = 50, eta = 1: their code's values) made "
                              "correct: L from the enforced row bound, Lemma 2, valid Gaussian")

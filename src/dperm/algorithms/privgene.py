@@ -55,6 +55,7 @@ import numpy as np
 
 from ..losses import GLMLoss, Hinge, HuberHinge, Logistic
 from ..privacy import exponential_mechanism, zcdp_from_dp
+from ..privacy.selection import RdpStatement
 from ..privacy.validation import check_real
 from ._batched_sgd import poisson_batch
 from .audit_cases import canary_audit
@@ -261,7 +262,30 @@ def candidate(parent: np.ndarray, k: int, s: float) -> np.ndarray:
     return w
 
 
-@register("privgene", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
+def iteration_budget(n: int, epsilon: float, delta: float, iterations, c: float, composition: str):
+    """(r, ε_iter, ρ, ε_zcdp): the iteration count, each selection's pure-DP budget, the zCDP
+    budget and the per-selection ε it allows (module docstring)."""
+    r = privgene_iterations(n, epsilon, c) if iterations is None else int(iterations)
+    rho = zcdp_from_dp(epsilon, delta) if delta > 0 else 0.0
+    eps_zcdp = math.sqrt(2.0 * rho / r) if delta > 0 else 0.0
+    eps_iter = eps_zcdp if composition == "zcdp" and delta > 0 else max(eps_zcdp, epsilon / r)
+    return r, eps_iter, rho, eps_zcdp
+
+
+def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
+    """One ``privgene`` fit as a trial of private selection (docs/privacy.md#private-selection), at
+    (``epsilon``, the cell's ``delta``): r selections, each ε_iter-DP, so r·ε_iter-DP (basic
+    composition) and r·ε_iter²/2-zCDP (Bun & Steinke 2016, Prop. 1.4 and composition)."""
+    if hyper.get("iterations") is None and hyper.get("adjacency", "replace-one") == "add-remove":
+        raise ValueError("privgene under add/remove needs an explicit iterations=r "
+                         "(docs/privacy.md#objpert-add-remove-n)")
+    r, eps_iter, _, _ = iteration_budget(problem.n, epsilon, delta, hyper.get("iterations"),
+                                         hyper.get("c", 800.0), hyper.get("composition", "zcdp"))
+    return Privacy(epsilon, delta), RdpStatement(rho=0.5 * r * eps_iter ** 2, epsilon=r * eps_iter,
+                                                 adjacency=hyper.get("adjacency", "replace-one"))
+
+
+@register("privgene", rdp=selection_trial, audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
                                           hyper={"iterations": 2}),
           description="PrivGene (DP-AGD simplification): exponential mechanism over "
                                   "±s·e_j mutations, zCDP composition")
@@ -293,11 +317,7 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
         raise ValueError("privgene under add/remove needs an explicit iterations=r: the default "
                          "r = round(n*epsilon/c) reads the row count, which add/remove adjacency keeps private "
                          "(docs/privacy.md#objpert-add-remove-n)")
-    if iterations is None:
-        r = privgene_iterations(n, eps, c)
-    elif isinstance(iterations, (int, np.integer)) and iterations >= 1:
-        r = int(iterations)
-    else:
+    if iterations is not None and not (isinstance(iterations, (int, np.integer)) and iterations >= 1):
         raise ValueError(f"iterations must be a positive integer or None; got iterations={iterations!r}")
     C = default_fitness_weight(loss) if C is None else check_real(C, "C", low=0.0)
     ridge = default_ridge(loss) if ridge is None else check_real(ridge, "ridge", low=0.0, low_open=False)
@@ -305,9 +325,7 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
 
     # Per-iteration budget (module docstring).
     notes = []
-    rho = zcdp_from_dp(eps, delta) if delta > 0 else 0.0
-    eps_zcdp = math.sqrt(2.0 * rho / r) if delta > 0 else 0.0
-    eps_iter = eps_zcdp if composition == "zcdp" and delta > 0 else max(eps_zcdp, eps / r)
+    r, eps_iter, rho, eps_zcdp = iteration_budget(n, eps, delta, iterations, c, composition)
     if delta == 0:
         notes.append("delta = 0: basic composition of pure-DP selections, epsilon_iter = epsilon/r")
 

@@ -31,17 +31,26 @@ def _cycle(keys):
     return {k: (colours[i % 10], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
 
 
+# Key suffixes of variants drawn in their base's colour, dashed: the published code's
+# (dp-agd-reference) and a base whose hyper-parameters private selection chooses
+# (dp-agd-private-tuning, docs/privacy.md#private-selection).
+VARIANT_SUFFIXES = ("-reference", "-private-tuning")
+
+
 def base_key(key: str) -> str:
     """The algorithm a variant key belongs to (variants are key suffixes: dp-agd-reference)."""
-    return key.removesuffix("-reference")
+    for suffix in VARIANT_SUFFIXES:
+        if key.endswith(suffix):
+            return key.removesuffix(suffix)
+    return key
 
 
 def algorithm_styles(keys, palette=()) -> dict:
     """Colour, marker, line style and marker fill per algorithm key, the same in every figure
     of a paper: an algorithm's colour and marker follow its base key's first appearance in
     ``palette`` (the paper's algorithm list), then in ``keys``, so a figure that omits an
-    algorithm does not shift the others. A reference variant takes its base's colour and marker,
-    dashed and hollow."""
+    algorithm does not shift the others. A variant (:data:`VARIANT_SUFFIXES`) takes its base's
+    colour and marker, dashed and hollow."""
     bases = list(dict.fromkeys(base_key(k) for k in (*palette, *keys) if k not in BASELINES))
     colours = plt.get_cmap("tab10").colors
     styles = {}

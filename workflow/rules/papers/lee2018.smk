@@ -1,8 +1,10 @@
 # Lee & Kifer 2018 (src/dperm/papers/lee2018/, docs/papers/lee2018.md): the tables that are not
-# grids of cells, the claims check, and the paper target.
+# grids of cells, the claims check, the price of private tuning, and the paper target.
 from dperm.papers.lee2018 import selection as lee2018_selection
+from dperm.papers.lee2018.private_tuning import table_spec as private_tuning_spec
 
 LEE = PAPERS["lee2018"]
+LEE_PRIVATE_TUNING = private_tuning_spec(LEE)
 
 
 rule lee2018_table1:
@@ -79,7 +81,11 @@ rule lee2018_claims:
 
 # Only where the config declares the public-bounds figure: its pairs say which curves to compare.
 LEE_PUBLIC = LEE["figures"].get("public-bounds")
-LEE_TABLES = ("table1", "table2", "claims", "selection-gap") + (("public-bounds",) if LEE_PUBLIC else ())
+LEE_TABLES = (
+    ("table1", "table2", "claims", "selection-gap")
+    + (("public-bounds",) if LEE_PUBLIC else ())
+    + (("private-tuning",) if LEE_PRIVATE_TUNING["pairs"] else ())
+)
 
 
 rule lee2018_public_bounds:
@@ -90,7 +96,7 @@ rule lee2018_public_bounds:
         csv=report(
             f"{OUT}results/tables/lee2018/public-bounds.csv",
             caption=paper_caption("lee2018", "public_bounds"),
-            category="lee2018",
+            category=report_category("lee2018"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/public-bounds.md",
@@ -118,7 +124,7 @@ rule lee2018_selection_gap:
         csv=report(
             f"{OUT}results/tables/lee2018/selection-gap.csv",
             caption=paper_caption("lee2018", "selection-gap"),
-            category="lee2018",
+            category=report_category("lee2018"),
             subcategory="tables",
         ),
         md=f"{OUT}results/tables/lee2018/selection-gap.md",
@@ -132,6 +138,33 @@ rule lee2018_selection_gap:
     shell:
         "python -m dperm lee2018 selection-gap {input} --csv {output.csv} --md {output.md} {params.quick}"
         " > {log} 2>&1"
+
+
+rule lee2018_private_tuning:
+    input:
+        reference=summary("lee2018", LEE_PRIVATE_TUNING["reference"]),
+        end_to_end=summary("lee2018", LEE_PRIVATE_TUNING["experiment"]),
+        records=experiment_cells("lee2018", LEE_PRIVATE_TUNING["experiment"]),
+    output:
+        csv=report(
+            f"{OUT}results/tables/lee2018/private-tuning.csv",
+            caption=paper_caption("lee2018", "private-tuning"),
+            category=report_category("lee2018"),
+            subcategory="tables",
+        ),
+        md=f"{OUT}results/tables/lee2018/private-tuning.md",
+    log:
+        f"{OUT}logs/lee2018/private-tuning.log",
+    conda:
+        "../../envs/dperm.yaml"
+    params:
+        spec=experiments.dumps(LEE_PRIVATE_TUNING),
+        quick=quick_flag(),
+        code=source_fingerprint("papers/lee2018", "report"),
+    shell:
+        "python -m dperm lee2018 private-tuning --spec {params.spec:q} --reference {input.reference}"
+        " --end-to-end {input.end_to_end} {input.records} --csv {output.csv} --md {output.md}"
+        " {params.quick} > {log} 2>&1"
 
 
 rule lee2018:

@@ -123,6 +123,8 @@ import math
 
 import numpy as np
 
+from ...privacy import zcdp_from_dp
+from ...privacy.selection import RdpStatement
 from ..audit_cases import canary_audit, single_selection_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..registry import register, register_variant
@@ -219,6 +221,18 @@ def _result(sem: Semantics, privacy, runs, selection: str = "noisymin") -> FitRe
     )
 
 
+def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
+    """One ``dp-agd`` fit as a trial of private selection (docs/privacy.md#private-selection): it
+    runs at (ε, δ) = (``epsilon``, the cell's ``delta``), a parametrisation of its budget
+    ρ = zcdp_from_dp(ε, δ), which its filter never exceeds: ρ-zCDP, i.e. (α, αρ)-RDP at every α
+    (module docstring), whatever the other hyper-parameters."""
+    privacy = Privacy(epsilon, delta)
+    _check(problem, privacy, **{k: hyper[k] for k in _CHECKED})
+    return privacy, RdpStatement(rho=zcdp_from_dp(epsilon, delta), adjacency="add-remove")
+
+
+_CHECKED = ("grad_clip", "obj_clip", "gamma", "splits", "exp_dec", "batch_size", "batch_sampling", "n_steps",
+            "step_max", "step_window", "step_growth", "step_cap", "init")
 _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size, adaptive ρ_ng"
 
 
@@ -233,7 +247,7 @@ def _audit_cases():
             + single_selection_audit(1.97 - 2.0, hyper=gumbel, name="one Gumbel selection decides the release")())
 
 
-@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases,
+@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases, rdp=selection_trial,
           description=_DOC + "; corrected (zCDP filter, add/remove)")
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,

@@ -2,10 +2,11 @@
 per-Iteration Privacy Budget" (KDD'18): DP-AGD against ObjPert, OutPert, PrivGene, SGD-Adv and
 SGD-MA. What the target produces and how it differs from the paper: docs/papers/lee2018.md.
 
-The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on public bounds) is
+The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on public bounds, the
+end-to-end private runs) is
 ``config/papers/lee2018.yaml``; this package adds Table 1 (:mod:`.tables`), Table 2, the claims
-check (:mod:`.claims`), the public-bounds table (:mod:`.public_bounds`) and the gap the Gumbel
-selection closes (:mod:`.selection`), each a ``python -m dperm lee2018 <verb>`` command run by
+check (:mod:`.claims`), the public-bounds table (:mod:`.public_bounds`), the gap the Gumbel
+selection closes (:mod:`.selection`) and the price of private tuning (:mod:`.private_tuning`), each a ``python -m dperm lee2018 <verb>`` command run by
 ``workflow/rules/papers/lee2018.smk``.
 """
 
@@ -84,6 +85,13 @@ def add_cli(sub) -> None:
     v.add_argument("cells", nargs="+", help="the cell files of dp-agd, dp-agd-gumbel and dp-agd-reference")
     v.set_defaults(func=_selection_gap)
 
+    v = verbs.add_parser("private-tuning", help="the price of private tuning: Figure 2 against the end-to-end runs")
+    v.add_argument("--spec", required=True, help="end-to-end keys and their bases as JSON (private_tuning.table_spec)")
+    v.add_argument("--reference", required=True, help="the fig2 summary (.csv)")
+    v.add_argument("--end-to-end", required=True, help="the end-to-end summary (.csv)")
+    v.add_argument("records", nargs="*", help="the end-to-end cells' records (.csv)")
+    v.set_defaults(func=_private_tuning)
+
     for v in verbs.choices.values():
         v.add_argument("--csv", required=True)
         v.add_argument("--md", required=True)
@@ -139,6 +147,22 @@ def _public_bounds(args) -> None:
 
     read = lambda path: pd.read_csv(path, keep_default_na=False, na_values=[""])  # noqa: E731
     table = movement(read(args.public), read(args.data), json.loads(args.pairs))
+    write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
+
+
+def _private_tuning(args) -> None:
+    import json
+
+    import pandas as pd
+
+    from ...report.captions import with_quick_note
+    from ...report.tables import read_records, write_table
+    from .private_tuning import NOTE, price_table
+
+    spec = json.loads(args.spec)
+    records = read_records(args.records) if args.records else pd.DataFrame(
+        columns=["dataset", "model", "algorithm", "epsilon", "extra"])
+    table = price_table(read_records([args.reference]), read_records([args.end_to_end]), records, spec["pairs"])
     write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
 
 
