@@ -50,7 +50,7 @@ def test_prepare_with_bad_option_writes_nothing(mirror, tmp_path, capsys):
     out = tmp_path / "prepared" / "wine" / "default.npz"
     code, err = _run(capsys, "prepare", "wine", "--fetched", str(manifest), "--options",
                      '{"scale": "zscore"}', "--out", str(out))
-    assert code == 2 and "scale='zscore'; allowed: ['minmax', 'none']" in err
+    assert code == 2 and "scale='zscore'; allowed: ['minmax', 'public', 'none']" in err
     assert not out.parent.exists() or not any(out.parent.iterdir())
 
 

@@ -83,8 +83,8 @@ def test_robust_and_population_evaluations():
     assert (robust["robust_accuracy_0"] >= robust["robust_accuracy_0.1"]).all()
     assert (robust["robust_accuracy_0.1"] >= robust["robust_accuracy_0.5"]).all()
     full = {"kind": "full", "repeats": 1, "draws": 4}
-    train = {k: v[:150] for k, v in arrays.items() if k != "columns"}
-    train["columns"] = arrays["columns"]
+    train = {k: v[:150] for k, v in arrays.items() if k not in ("columns", "preprocessing")}
+    train["columns"], train["preprocessing"] = arrays["columns"], arrays["preprocessing"]
     population = population_arrays(arrays, "01", 150)
     records = evaluate([spec("outpert-exact", "1", protocol=full, experiment="rates-pure"),
                         spec("nonprivate", "inf", protocol=full, experiment="rates-pure")], train,

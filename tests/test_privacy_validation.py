@@ -83,7 +83,7 @@ def test_bad_scores_and_options_are_rejected():
     with pytest.raises(ValueError, match="finite"):
         P.report_noisy_max([0.0, np.nan], sensitivity=1.0, epsilon=1.0, rng=rng)
     with pytest.raises(ValueError, match="noise"):
-        P.report_noisy_max([0.0, 1.0], sensitivity=1.0, epsilon=1.0, rng=rng, noise="gumbel")
+        P.report_noisy_max([0.0, 1.0], sensitivity=1.0, epsilon=1.0, rng=rng, noise="cauchy")
     with pytest.raises(ValueError, match="conversion"):
         P.rdp_to_epsilon(np.zeros(2), [2.0, 3.0], 1e-5, conversion="fancy")
     with pytest.raises(ValueError, match="orders"):

@@ -76,6 +76,21 @@ def test_audit_rows_follow_the_algorithms_a_subject_runs():
     assert sc.audit_for(audit, {"y"}).empty
 
 
+def test_the_audit_table_the_workflow_writes_keeps_the_algorithms_column(tmp_path):
+    """The scorecard reads results/audit/audit.csv as write_audit writes it, not the raw rows."""
+    from dperm.report.audit import write_audit
+
+    rows = pd.DataFrame({"subject": ["a", "mutant"], "kind": ["algorithm", "mutant"], "expected": ["private", "not"],
+                         "case": ["c", "c"], "adjacency": ["add-remove"] * 2, "epsilon": [1.0] * 2, "delta": [0.0] * 2,
+                         "epsilon_claimed": [1.0] * 2, "runs": [100] * 2, "epsilon_lower": [0.0, 2.0],
+                         "threshold": [0.0] * 2, "direction": ["D>D'"] * 2, "verdict": ["passes", "caught"],
+                         "accounting": [""] * 2, "algorithms": ["a", "b;a"], "description": [""] * 2})
+    paths = [tmp_path / f"audit.{ext}" for ext in ("csv", "md", "png", "pdf")]
+    write_audit(rows, *paths)
+    written = pd.read_csv(paths[0])
+    assert list(sc.audit_for(written, {"a"})["subject"]) == ["a", "mutant"]
+
+
 @pytest.mark.parametrize("path", sorted((REPO / "config" / "papers").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_declared_deviation_is_an_anchor_of_the_docs(path):
     docs = {name: (REPO / "docs" / name).read_text(encoding="utf-8") for name in ("deviations.md", "privacy.md")}

@@ -98,12 +98,12 @@ def test_validation_loss_separates_settings_that_tie_in_accuracy(tmp_path):
     paper["tuning"] = {**paper["tuning"], "l2": {"grid": [1e-4, 10.0], "algorithms": []}, "hyper": []}
     by_loss, grid = tune(paper, lambda dataset, profile: data, seed=1)
     assert grid["mean_accuracy"].nunique() == 1  # an exact tie in accuracy
-    assert by_loss["wine"]["lr"]["l2"] == 1e-4  # the model that learns the base rate
+    assert by_loss["wine"]["default"]["lr"]["l2"] == 1e-4  # the model that learns the base rate
     losses = grid.set_index("setting")["mean_validation_loss"]
     assert losses["l2=0.0001"] < losses["l2=10.0"] - 0.1
     paper["tuning"]["criterion"] = "accuracy"
     by_accuracy, _ = tune(paper, lambda dataset, profile: data, seed=1)
-    assert by_accuracy["wine"]["lr"]["l2"] == 10.0  # the tie goes to the larger λ
+    assert by_accuracy["wine"]["default"]["lr"]["l2"] == 10.0  # the tie goes to the larger λ
 
 
 def test_a_diverged_grid_point_ranks_last():

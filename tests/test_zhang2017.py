@@ -85,7 +85,7 @@ def _records(dataset="wine", model="huber-mu0.5", n=100, steps=(50, 200), errors
             for _ in range(draws):
                 out.append({"paper": "zhang2017", "experiment": "table3", "dataset": dataset, "model": model,
                             "algorithm": algorithm, "label": algorithm, "variant": "correct", "setting": f"{eps:g}",
-                            "sweep": "", "tuning": "private", "dp_as_implemented": True, "epsilon": eps,
+                            "sweep": "", "tuning": "private", "preprocessing": "data-dependent", "dp_as_implemented": True, "epsilon": eps,
                             "excess_risk": m + s * rng.standard_normal(), "fit_seconds": sec, "iterations": T,
                             "n_train": n, "p": 14, "notes": note})
     return pd.DataFrame(out)

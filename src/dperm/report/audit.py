@@ -30,7 +30,7 @@ def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False) -> p
 
     table = audit_table(rows)
     shown = table[["subject", "kind", "expected", "case", "adjacency", "epsilon_claimed", "delta", "runs",
-                   "epsilon_lower", "verdict"]]
+                   "epsilon_lower", "verdict", "algorithms"]]
     failures = table[~table["verdict"].isin(["passes", "caught"])]
     summary = (f" Result: {len(table)} cases; {int((table['verdict'] == 'passes').sum())} pass, "
                f"{int((table['verdict'] == 'caught').sum())} controls caught, {len(failures)} failures"

@@ -232,7 +232,7 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
 
 
 _CHECKED = ("grad_clip", "obj_clip", "gamma", "splits", "exp_dec", "batch_size", "batch_sampling", "n_steps",
-            "step_max", "step_window", "step_growth", "step_cap", "init")
+            "step_max", "step_window", "step_growth", "step_cap", "init", "selection")
 _DOC = "DP-AGD (Lee & Kifer 2018): noisy normalised gradient, NoisyMin step size, adaptive ρ_ng"
 
 

@@ -2,12 +2,12 @@
 per-Iteration Privacy Budget" (KDD'18): DP-AGD against ObjPert, OutPert, PrivGene, SGD-Adv and
 SGD-MA. What the target produces and how it differs from the paper: docs/papers/lee2018.md.
 
-The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on public bounds, the
-end-to-end private runs) is
-``config/papers/lee2018.yaml``; this package adds Table 1 (:mod:`.tables`), Table 2, the claims
-check (:mod:`.claims`), the public-bounds table (:mod:`.public_bounds`), the gap the Gumbel
-selection closes (:mod:`.selection`) and the price of private tuning (:mod:`.private_tuning`), each a ``python -m dperm lee2018 <verb>`` command run by
-``workflow/rules/papers/lee2018.smk``.
+The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on public bounds, the end-
+to-end private runs) is ``config/papers/lee2018.yaml``; this package adds Table 1
+(:mod:`.tables`), Table 2, the claims check (:mod:`.claims`), the public-bounds table
+(:mod:`.public_bounds`), the gap the Gumbel selection closes (:mod:`.selection`) and the price
+of private tuning (:mod:`.private_tuning`), each a ``python -m dperm lee2018 <verb>`` command
+run by ``workflow/rules/papers/lee2018.smk``.
 """
 
 from __future__ import annotations
