@@ -21,6 +21,10 @@ def test_verdict_wordings_map_to_three_verdicts_and_keep_what_they_add():
     assert sc.verdict("not testable") == ("not tested", "not testable")
     assert sc.verdict("not tested: no MNIST (quoted, not derived)") == ("not tested", "no MNIST (quoted, not derived)")
     assert sc.verdict("consistent (slope within 0.5)") == ("supported", "consistent (slope within 0.5)")
+    # the negative wordings the plugins print (lecture's slopes, lowy2021's claims) are not supported
+    assert sc.verdict("not consistent (slope off by more than 0.5)") == (
+        "not supported", "not consistent (slope off by more than 0.5)")
+    assert sc.verdict("does not hold: AGD slower") == ("not supported", "does not hold: AGD slower")
     with pytest.raises(ValueError, match="'maybe'"):
         sc.verdict("maybe")
 

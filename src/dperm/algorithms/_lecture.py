@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
-from ..privacy import advanced_composition, advanced_composition_split, gaussian_sigma_classical
+from ..privacy import advanced_composition, advanced_composition_split, gaussian_sigma_classical, smallest_noise
 from ..privacy.pld import epsilon_sampled_gaussian_wor
 from .dp_sgd import calibrate_noise_multiplier
 
@@ -87,18 +86,8 @@ def sgd_sigma_rdp(epsilon: float, delta: float, steps: int, n: int, lipschitz: f
     (Wang, Balle & Kasiviswanathan 2019, as dp-accounting implements it), sensitivity 2L of the
     sampled gradient, z = σ/(2L) the smallest multiplier meeting (ε, δ) (to 10⁻⁴ relative)."""
     sens = 2.0 * lipschitz
-
-    def excess(log_z: float) -> float:
-        return epsilon_sampled_gaussian_wor(n, 1, math.exp(log_z), steps, delta) - epsilon
-
-    lo, hi = math.log(0.05), math.log(0.5)
-    while excess(hi) > 0.0:
-        lo, hi = hi, hi + 1.0
-    while excess(lo) <= 0.0:
-        hi, lo = lo, lo - 1.0
-    z = math.exp(brentq(excess, lo, hi, xtol=1e-4))
-    while excess(math.log(z)) > 0.0:
-        z *= 1.0 + 1e-4
+    z = smallest_noise(lambda z: epsilon_sampled_gaussian_wor(n, 1, z, steps, delta), epsilon,
+                       lo=math.log(0.05), hi=math.log(0.5), step=1.0, xtol=1e-4)
     return {"sigma": z * sens, "noise_multiplier": z, "sensitivity": sens}
 
 

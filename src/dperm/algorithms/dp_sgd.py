@@ -36,9 +36,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from scipy.optimize import brentq
-
-from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon
+from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon, smallest_noise
 from ..privacy.pld import epsilon_sampled_gaussian_pld
 from ._batched_sgd import PoissonSampler, run_noisy_sgd
 from .audit_cases import canary_audit
@@ -83,21 +81,10 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, q: float, steps: in
     if _check_accountant(accountant) == "rdp":
         return sigma_rdp
 
-    def excess(log_sigma: float) -> float:
-        return epsilon_sampled_gaussian_pld(q, math.exp(log_sigma), steps, delta) - epsilon
-
-    hi = math.log(sigma_rdp)
-    while excess(hi) > 0.0:  # the PLD's discretisation can land above the RDP's ε: go up
-        hi += 0.05
-    lo = hi - 0.25
-    while excess(lo) <= 0.0:
-        hi, lo = lo, lo - 0.25
-        if lo < math.log(1e-6):
-            return math.exp(hi)
-    sigma = math.exp(brentq(excess, lo, hi, xtol=1e-4))
-    while excess(math.log(sigma)) > 0.0:  # land on the private side of the root
-        sigma *= 1.0 + 1e-4
-    return sigma
+    # The PLD's discretisation can land above the RDP's ε at σ_RDP: the search then goes up.
+    return smallest_noise(lambda sigma: epsilon_sampled_gaussian_pld(q, sigma, steps, delta), epsilon,
+                          lo=math.log(sigma_rdp) - 0.25, hi=math.log(sigma_rdp), step=0.05, down_step=0.25,
+                          xtol=1e-4, min_noise=1e-6)
 
 
 @dataclass(frozen=True)

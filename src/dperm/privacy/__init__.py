@@ -44,6 +44,7 @@ from .rdp import (
     noise_multiplier_for_epsilon,
     rdp_sampled_gaussian,
     rdp_to_epsilon,
+    smallest_noise,
 )
 from .zcdp import (
     bounded_range_epsilon_for_zcdp,
@@ -62,7 +63,7 @@ __all__ = [
     "advanced_composition", "advanced_composition_split",
     "amplify_linear", "amplify_linear_inverse", "amplify_subsampling", "amplify_subsampling_inverse",
     "audit_outputs", "clopper_pearson", "epsilon_lower_bound",
-    "epsilon_sampled_gaussian", "noise_multiplier_for_epsilon", "rdp_sampled_gaussian",
+    "epsilon_sampled_gaussian", "noise_multiplier_for_epsilon", "smallest_noise", "rdp_sampled_gaussian",
     "rdp_to_epsilon",
     "exponential_mechanism", "exponential_mechanism_probabilities",
     "gaussian_delta", "gaussian_noise", "gaussian_sigma_analytic", "gaussian_sigma_classical",

@@ -163,6 +163,38 @@ def epsilon_sampled_gaussian(q, noise_multiplier, steps, delta, *, orders=None,
     return rdp_to_epsilon(rdp_sampled_gaussian(q, noise_multiplier, o, steps), o, delta, conversion)[0]
 
 
+def smallest_noise(epsilon_at, target: float, *, lo: float, hi: float, step: float, xtol: float,
+                   down_step: float | None = None, max_noise: float = math.inf, min_noise: float = 0.0) -> float:
+    """Smallest noise level σ with ``epsilon_at(σ) ≤ target`` (ε non-increasing in σ), to
+    relative precision about ``xtol``; the σ returned always meets the target (it is nudged up
+    by factors 1 + ``xtol`` until it does).
+
+    Searches log σ: from the bracket [``lo``, ``hi``] it moves up by ``step`` while ``hi`` still
+    exceeds the target (raising ``ValueError`` past ``max_noise``) and down by ``down_step``
+    (default ``step``) while ``lo`` meets it (returning exp(hi) below ``min_noise``: any σ there
+    will do), then solves by Brent's method. Shared by every calibration that inverts an
+    accountant (this module's, DP-SGD's PLD, the lecture notes' algorithms and lab).
+    """
+    down = step if down_step is None else down_step
+
+    def excess(log_sigma: float) -> float:
+        return epsilon_at(math.exp(log_sigma)) - target
+
+    while excess(hi) > 0.0:
+        lo, hi = hi, hi + step
+        if hi > math.log(max_noise):
+            raise ValueError(f"epsilon={target!r} is not reachable with any noise multiplier <= {max_noise:g} "
+                             "on this order grid; add larger orders or raise epsilon")
+    while excess(lo) <= 0.0:
+        hi, lo = lo, lo - down
+        if min_noise > 0.0 and lo < math.log(min_noise):
+            return math.exp(hi)
+    sigma = math.exp(brentq(excess, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps))
+    while excess(math.log(sigma)) > 0.0:  # land on the private side of the root
+        sigma *= 1.0 + xtol
+    return sigma
+
+
 def noise_multiplier_for_epsilon(epsilon, delta, q, steps, *, orders=None,
                                  conversion: str = "improved", rtol: float = 1e-9) -> float:
     """Smallest noise multiplier σ (to relative precision ``rtol``) whose T-step
@@ -173,21 +205,5 @@ def noise_multiplier_for_epsilon(epsilon, delta, q, steps, *, orders=None,
     args = dict(q=q, steps=check_steps(steps), delta=check_delta(delta),
                 orders=_orders(orders), conversion=conversion)
 
-    def excess(log_sigma: float) -> float:
-        return epsilon_sampled_gaussian(noise_multiplier=math.exp(log_sigma), **args) - target
-
-    lo, hi = -1.0, 1.0
-    while excess(hi) > 0.0:
-        lo, hi = hi, hi + 2.0
-        if hi > math.log(1e6):
-            raise ValueError(f"epsilon={target!r} is not reachable with any noise multiplier <= 1e6 "
-                             "on this order grid; add larger orders or raise epsilon")
-    while excess(lo) <= 0.0:
-        hi, lo = lo, lo - 2.0
-        if lo < math.log(1e-6):
-            return math.exp(hi)
-    root = brentq(excess, lo, hi, xtol=rtol / 4, rtol=4 * np.finfo(float).eps)
-    sigma = math.exp(root)
-    while excess(math.log(sigma)) > 0.0:  # land on the private side of the root
-        sigma *= 1.0 + rtol / 4
-    return sigma
+    return smallest_noise(lambda sigma: epsilon_sampled_gaussian(noise_multiplier=sigma, **args), target,
+                          lo=-1.0, hi=1.0, step=2.0, xtol=rtol / 4, max_noise=1e6, min_noise=1e-6)

@@ -49,20 +49,22 @@ def claim_rows(rows: list[dict]) -> pd.DataFrame:
 
 
 def verdict(text: str) -> tuple[str, str]:
-    """A plugin's verdict wording as (scorecard verdict, the wording when it says more): 'partly'
-    is not supported (the claim as stated does not hold), 'consistent' and 'holds' are
-    supported, 'not testable' is not tested. Anything else is an error naming the wording."""
+    """A plugin's verdict wording as (scorecard verdict, the wording when it says more): 'partly',
+    'not consistent' and 'does not hold' are not supported (the claim as stated does not hold),
+    'consistent' and 'holds' are supported, 'not testable' is not tested. Anything else is an
+    error naming the wording."""
     words = str(text).strip()
     low = words.lower()
     for prefix, out in (("not supported", "not supported"), ("not test", "not tested"), ("supported", "supported"),
-                        ("partly", "not supported"), ("consistent", "supported"), ("holds", "supported")):
+                        ("partly", "not supported"), ("not consistent", "not supported"),
+                        ("does not hold", "not supported"), ("consistent", "supported"), ("holds", "supported")):
         if low.startswith(prefix):
             if low.startswith(out):  # the verdict itself, perhaps with more said after it
                 rest = words[len(out):].strip(" :;,")
                 return out, rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest
             return out, words
     raise ValueError(f"claim verdict {words!r} is none of {list(VERDICTS)} (nor 'partly ...', 'consistent ...', "
-                     "'holds ...')")
+                     "'not consistent ...', 'holds ...', 'does not hold ...')")
 
 
 def claims_table(frame: pd.DataFrame, scope: tuple[str, ...] = ("dataset", "model"),

@@ -18,10 +18,9 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from ...algorithms.sgd_baselines import gaussian_epsilon_at
-from ...privacy import advanced_composition, epsilon_sampled_gaussian, moments_log_moments
+from ...privacy import advanced_composition, epsilon_sampled_gaussian, moments_log_moments, smallest_noise
 from ...privacy.pld import epsilon_sampled_gaussian_pld
 
 ACCOUNTANTS = ("advanced", "moments32", "moments", "rdp", "pld")
@@ -87,18 +86,8 @@ def ratio_table(curves: pd.DataFrame, reference_steps) -> pd.DataFrame:
 
 def sigma_for(accountant: str, epsilon: float, delta: float, q: float, steps: int) -> float:
     """Smallest σ (to 10⁻⁴ relative) with ε_accountant(σ) ≤ ε."""
-    def excess(log_sigma):
-        return epsilon_of(accountant, q, math.exp(log_sigma), steps, delta) - epsilon
-
-    lo, hi = math.log(0.3), math.log(3.0)
-    while excess(hi) > 0:
-        lo, hi = hi, hi + 1.0
-    while excess(lo) <= 0:
-        hi, lo = lo, lo - 1.0
-    sigma = math.exp(brentq(excess, lo, hi, xtol=1e-4))
-    while excess(math.log(sigma)) > 0:
-        sigma *= 1 + 1e-4
-    return sigma
+    return smallest_noise(lambda sigma: epsilon_of(accountant, q, sigma, steps, delta), epsilon,
+                          lo=math.log(0.3), hi=math.log(3.0), step=1.0, xtol=1e-4)
 
 
 def sigma_table(spec: dict) -> pd.DataFrame:
