@@ -68,6 +68,14 @@ def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "", not
     return summary
 
 
+def add_output_arguments(parser, outputs=("csv", "md")) -> None:
+    """The output options every table verb of a paper's CLI takes: one required path per output
+    and ``--quick`` (the note then says it is a quick run)."""
+    for output in outputs:
+        parser.add_argument(f"--{output}", required=True)
+    parser.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+
+
 def write_table(frame: pd.DataFrame, csv_path, md_path, note: str, floatfmt: str = ".5g") -> None:
     """A table as CSV and as Markdown with a note above it (empty cells where a value is unknown)."""
     write_text_atomic(csv_path, frame.to_csv(index=False))

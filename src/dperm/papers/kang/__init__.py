@@ -43,6 +43,8 @@ def scorecard(tables):
 
 
 def add_cli(sub) -> None:
+    from ...report.tables import add_output_arguments
+
     p = sub.add_parser("kang", help="Kang et al. (PIDP-SGD): noise-free fraction table and claims")
     verbs = p.add_subparsers(dest="verb", required=True)
 
@@ -55,9 +57,7 @@ def add_cli(sub) -> None:
     v.set_defaults(func=_claims)
 
     for v in verbs.choices.values():
-        v.add_argument("--csv", required=True)
-        v.add_argument("--md", required=True)
-        v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+        add_output_arguments(v)
 
 
 def _noise_free(args) -> None:

@@ -40,6 +40,8 @@ def scorecard(tables):
 
 
 def add_cli(sub) -> None:
+    from ...report.tables import add_output_arguments
+
     p = sub.add_parser("lecture", help="Wang's lecture notes: accounting lab, SGD-MA accountants, rates, claims")
     verbs = p.add_subparsers(dest="verb", required=True)
     handlers = {"lab": _lab, "sgdma": _sgdma, "rates": _rates, "claims": _claims}
@@ -55,9 +57,7 @@ def add_cli(sub) -> None:
         if verb == "claims":
             for name in ("lab", "sigmas", "accuracy", "sgdma", "slopes"):
                 v.add_argument(f"--{name}", required=True)
-        for output in outputs:
-            v.add_argument(f"--{output}", required=True)
-        v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+        add_output_arguments(v, outputs)
         v.set_defaults(func=handlers[verb])
 
 

@@ -58,6 +58,8 @@ def scorecard(tables):
 
 
 def add_cli(sub) -> None:
+    from ...report.tables import add_output_arguments
+
     p = sub.add_parser("lee2018", help="Lee & Kifer 2018: Table 1, Table 2 and the claims check")
     verbs = p.add_subparsers(dest="verb", required=True)
 
@@ -93,9 +95,7 @@ def add_cli(sub) -> None:
     v.set_defaults(func=_private_tuning)
 
     for v in verbs.choices.values():
-        v.add_argument("--csv", required=True)
-        v.add_argument("--md", required=True)
-        v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+        add_output_arguments(v)
 
 
 def _table1(args) -> None:

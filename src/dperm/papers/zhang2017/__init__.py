@@ -89,6 +89,8 @@ def scorecard(tables):
 
 
 def add_cli(sub) -> None:
+    from ...report.tables import add_output_arguments
+
     p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
     verbs = p.add_subparsers(dest="verb", required=True)
     handlers = {"table3": _table3, "claims": _claims, "figure": _figure, "table2": _table2, "rrpsgd": _rrpsgd,
@@ -98,9 +100,7 @@ def add_cli(sub) -> None:
         v.add_argument(source, nargs="+" if source in ("records", "provenance") else None)
         if spec:
             v.add_argument("--spec", required=True, help="what the analysis reads from the config, as JSON")
-        for output in outputs:
-            v.add_argument(f"--{output}", required=True)
-        v.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
+        add_output_arguments(v, outputs)
         v.set_defaults(func=handlers[verb])
 
 
