@@ -32,8 +32,8 @@ NOTE = ("How much of the accuracy gap between the correct DP-AGD (dp-agd: the pa
         "docs/privacy.md#noisymin-sign) the Gumbel selection closes (dp-agd-gumbel: the exponential mechanism, "
         "epsilon-bounded range, charged epsilon^2/8, so the same rho buys twice the epsilon; "
         "docs/privacy.md#bounded-range-selection). Test accuracy, mean ± standard error over the fits "
-        "(correct and Gumbel: Figures 2 and 3, 5 folds × 2 repeats × 10 draws; reference: 5 folds × 1 repeat × "
-        "2 draws), treated as independent. fraction = (gumbel − correct)/(reference − correct) ± its first-order "
+        "(correct and Gumbel: the runs of Figures 2 and 3; reference: the reference experiment's; the *_n columns "
+        "count them), treated as independent. fraction = (gumbel − correct)/(reference − correct) ± its first-order "
         "standard error; n/a where the gap reference − correct is not above 2 standard errors (then there is no "
         "gap to close, or the reference is not better). Tuning: lambda chosen non-privately, as in Figures 2 and 3.")
 
