@@ -38,6 +38,16 @@ def test_a_reference_variant_takes_its_base_colour_dashed_and_hollow():
     assert "nonprivate" not in styles  # drawn as a horizontal line
 
 
+def test_profile_suffixed_keys_keep_their_base_colour_and_baselines_stay_lines():
+    keys = ["dp-agd-public", "dp-agd-private-tuning-public", "nonprivate-public", "majority-public"]
+    styles = figures.algorithm_styles(keys, ["dp-agd"])
+    solid, dashed = styles["dp-agd-public"], styles["dp-agd-private-tuning-public"]
+    assert solid["color"] == dashed["color"] and (solid["ls"], dashed["ls"]) == ("-", "--")
+    assert not {"nonprivate-public", "majority-public"} & set(styles)  # horizontal lines
+    assert figures.baseline_of("nonprivate-public") == "nonprivate" and figures.baseline_of("dp-agd-public") is None
+    assert figures.base_key("dp-agd-private-tuning-public") == "dp-agd"
+
+
 def _summary(experiment: str, algorithms, accuracy: float) -> pd.DataFrame:
     rows = []
     for algorithm in algorithms:

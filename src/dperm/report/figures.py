@@ -33,16 +33,39 @@ def _cycle(keys):
 
 # Key suffixes of variants drawn in their base's colour, dashed: the published code's
 # (dp-agd-reference) and a base whose hyper-parameters private selection chooses
-# (dp-agd-private-tuning, docs/privacy.md#private-selection).
+# (dp-agd-private-tuning, docs/privacy.md#private-selection). A key may end in a profile suffix
+# after that (dp-agd-private-tuning-public: the same on public bounds, docs/privacy.md#public-bounds),
+# which keeps the base's colour: nonprivate-public is still the NonPrivate baseline.
 VARIANT_SUFFIXES = ("-reference", "-private-tuning")
+PROFILE_SUFFIXES = ("-public",)
+
+
+def _without_profile(key: str) -> str:
+    for suffix in PROFILE_SUFFIXES:
+        if key.endswith(suffix):
+            return key.removesuffix(suffix)
+    return key
 
 
 def base_key(key: str) -> str:
-    """The algorithm a variant key belongs to (variants are key suffixes: dp-agd-reference)."""
+    """The algorithm a variant key belongs to (variants are key suffixes: dp-agd-reference;
+    profile suffixes are dropped: dp-agd-public and dp-agd-private-tuning-public belong to dp-agd)."""
+    key = _without_profile(key)
     for suffix in VARIANT_SUFFIXES:
         if key.endswith(suffix):
             return key.removesuffix(suffix)
     return key
+
+
+def is_variant(key: str) -> bool:
+    """Whether ``key`` is a variant of its base (drawn dashed and hollow)."""
+    return any(_without_profile(key).endswith(suffix) for suffix in VARIANT_SUFFIXES)
+
+
+def baseline_of(key: str) -> str | None:
+    """The baseline (:data:`BASELINES`) ``key`` draws, if any: nonprivate, nonprivate-public, ..."""
+    core = _without_profile(key)
+    return core if core in BASELINES else None
 
 
 def algorithm_styles(keys, palette=()) -> dict:
@@ -51,13 +74,13 @@ def algorithm_styles(keys, palette=()) -> dict:
     ``palette`` (the paper's algorithm list), then in ``keys``, so a figure that omits an
     algorithm does not shift the others. A variant (:data:`VARIANT_SUFFIXES`) takes its base's
     colour and marker, dashed and hollow."""
-    bases = list(dict.fromkeys(base_key(k) for k in (*palette, *keys) if k not in BASELINES))
+    bases = list(dict.fromkeys(base_key(k) for k in (*palette, *keys) if not baseline_of(k)))
     colours = plt.get_cmap("tab10").colors
     styles = {}
     for key in keys:
-        if key in BASELINES:
+        if baseline_of(key):
             continue
-        i, variant = bases.index(base_key(key)), key != base_key(key)
+        i, variant = bases.index(base_key(key)), is_variant(key)
         styles[key] = dict(color=colours[i % 10], marker=MARKERS[i % len(MARKERS)],
                            ls="--" if variant else "-", mfc="none" if variant else colours[i % 10])
     return styles
@@ -133,10 +156,10 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
                 continue
             for key in algorithms:
                 cell = data[data["algorithm"] == key]
-                if key in BASELINES or "baseline" in style.get(key, {}):
+                if baseline_of(key) or "baseline" in style.get(key, {}):
                     if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
                         continue
-                    name, colour, dash = (BASELINES[key] if key in BASELINES else
+                    name, colour, dash = (BASELINES[baseline_of(key)] if key not in style else
                                           (style[key]["baseline"], style[key]["color"], style[key]["ls"]))
                     ax.axhline(cell[f"{metric}_mean"].iloc[0], color=colour, ls=dash, lw=1.2,
                                label=labels.get(key, name))
