@@ -122,3 +122,18 @@ def test_a_zero_at_the_bottom_of_a_non_negative_grid_is_flagged_as_the_natural_b
 
     assert grid_edges({"l2": [0.0, 1e-5, 1e-3]}, {"l2": 0.0}) == "l2=0.0 (smallest, 0: no smaller value exists)"
     assert grid_edges({"shift": [-1.0, 0.0, 1.0]}, {"shift": -1.0}) == "shift=-1.0 (smallest)"
+
+
+def test_an_algorithm_with_two_grid_blocks_is_refused_at_load_time(tmp_path):
+    """The second block's choice would silently replace the first's (the quick config once listed
+    outpert-public twice)."""
+    import pytest
+
+    path = tmp_path / "p.yaml"
+    _paper(tmp_path)
+    config = yaml.safe_load(path.read_text())
+    block = config["tuning"]["hyper"][0]
+    config["tuning"]["hyper"].append({**block, "grid": {"epochs": [1, 2]}})
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ex.ConfigError, match=r"tuning.hyper.*\['dp-sgd'\] have more than one grid block"):
+        ex.load_paper(path)

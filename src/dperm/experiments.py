@@ -152,6 +152,11 @@ def _check_paper(paper: dict, where: str) -> None:
         for algorithm in tuning.get("l2", {}).get("algorithms", []):
             if algorithm not in paper["algorithms"]:
                 _fail(f"{where}: tuning.l2.algorithms", f"unknown algorithm key {algorithm!r}")
+        keys = [block["algorithm"] for block in tuning.get("hyper", [])]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # the second block would silently overwrite the first's choice
+            _fail(f"{where}: tuning.hyper", f"algorithm keys {twice} have more than one grid block; give each one "
+                                            "block (one grid over all its hyper-parameters)")
         for block in tuning.get("hyper", []):
             if block["algorithm"] not in paper["algorithms"]:
                 _fail(f"{where}: tuning.hyper", f"unknown algorithm key {block['algorithm']!r}; defined: "
