@@ -13,7 +13,7 @@ Data: ``resources/prepared/bank-dpagd/default.npz`` when present — a random 80
     PYTHONPATH=src python benchmarks/sgd_baselines.py [--threads 1] [--repeat 3]
 
 Lockstep draws (``--sections lockstep``): SGD-MA at T = 20,000 (correct and reference variants)
-with draws = 10 in one fit (the draws run in lockstep, :mod:`dperm.algorithms._batched_sgd`)
+with draws = 10 in one fit (the draws run in lockstep, :mod:`dperm.algorithms.dp_sgd.engine`)
 against 10 separate one-draw fits, on BANK and Adult (``resources/prepared/{bank-dpagd,adult}``,
 the first 80% of rows: the size of a 5-fold training set), LR with {0,1} labels, λ = 0. Reported:
 seconds of each (best of ``--repeat``; wall clock and CPU time of this process) and the speed-up

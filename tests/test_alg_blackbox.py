@@ -16,7 +16,7 @@ from scipy import stats
 
 from dperm import solvers
 from dperm.algorithms import Privacy, get_algorithm
-from dperm.algorithms import _blackbox as bb
+from dperm.algorithms.blackbox import theory as bb
 from dperm.losses import Logistic, RobustLogistic, Tilted
 from dperm.problem import Problem
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dperm.algorithms import Privacy, dp_sgd, get_algorithm, outpert_sgd, pidp_sgd
-from dperm.algorithms import _smoothing as smoothing
 from dperm.algorithms.dp_gd_filter import filter_calibration, run_filter
+from dperm.algorithms.dp_lssgd import smoothing
 from dperm.losses import MLP, Logistic
 from dperm.privacy import audit_outputs, epsilon_sampled_gaussian
 from dperm.problem import Problem

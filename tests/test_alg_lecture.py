@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dperm.algorithms import Privacy, get_algorithm
-from dperm.algorithms._lecture import gd_sigma_notes, sgd_min_steps, sgd_sigma_notes
+from dperm.algorithms.lecture.theory import gd_sigma_notes, sgd_min_steps, sgd_sigma_notes
 from dperm.losses import Logistic
 from dperm.privacy import epsilon_sampled_gaussian
 from dperm.privacy.pld import epsilon_sampled_gaussian_wor
@@ -89,8 +89,8 @@ def test_projection_keeps_the_iterates_in_the_ball_and_draws_are_independent():
     again = algo.fit(problem, Privacy(1.0, 1e-5), np.random.default_rng(3), draws=3, steps=3000,
                      step_size="strongly-convex", radius=0.7)
     np.testing.assert_array_equal(res.weights, again.weights)
-    from dperm.algorithms._lecture import run_projected
     from dperm.algorithms.base import draw_rngs
+    from dperm.algorithms.lecture.theory import run_projected
 
     rngs = draw_rngs(np.random.default_rng(9), 3)
     three = run_projected(problem, rngs, 500, batch="one", sigma=2.0, clip=1.0, mode="constant", learning_rate=0.1,

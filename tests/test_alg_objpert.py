@@ -13,9 +13,9 @@ from scipy.optimize import minimize
 from scipy.stats import norm
 
 from dperm.algorithms import Privacy, draw_rngs, get_algorithm
-from dperm.algorithms._perturb import draw_noise
 from dperm.algorithms.objpert import noise_calibration, perturbed_objective, reference_objective
 from dperm.losses import Hinge, Huber, HuberHinge, Logistic, Squared
+from dperm.privacy.perturbation import draw_noise
 from dperm.problem import Problem
 
 

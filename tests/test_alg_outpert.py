@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from dperm.algorithms import Privacy, draw_rngs, get_algorithm
-from dperm.algorithms import _outpert_theory as theory
-from dperm.algorithms._perturb import draw_noise, enforce_row_bound
-from dperm.algorithms.outpert import gd_endpoint
+from dperm.algorithms.outpert import gd_endpoint, theory
 from dperm.losses import Hinge, Huber, HuberHinge, Logistic, Squared
 from dperm.privacy import gaussian_sigma_analytic, gaussian_sigma_zhao
+from dperm.privacy.perturbation import draw_noise, enforce_row_bound
 from dperm.problem import Problem
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dperm.algorithms import Privacy, draw_rngs, get_algorithm
-from dperm.algorithms._batched_sgd import (
+from dperm.algorithms.dp_sgd.engine import (
     FixedSizeSampler,
     PoissonSampler,
     chunk_steps,
@@ -201,7 +201,7 @@ def test_fixed_size_sampler_draws_distinct_rows():
 
 
 def test_poisson_batch_draws_a_poisson_sample():
-    from dperm.algorithms._batched_sgd import poisson_batch
+    from dperm.algorithms.dp_sgd.engine import poisson_batch
 
     rng = np.random.default_rng(4)
     batches = [poisson_batch(rng, 1000, 0.05) for _ in range(400)]

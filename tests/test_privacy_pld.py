@@ -15,10 +15,10 @@ from prv_accountant import PRVAccountant
 from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
 
 from dperm.algorithms import Privacy, get_algorithm
-from dperm.algorithms.dp_sgd import ACCOUNTANTS, calibrate_noise_multiplier, sampled_gaussian_epsilon
 from dperm.losses import Logistic
 from dperm.privacy import epsilon_sampled_gaussian, moments_accountant_epsilon
 from dperm.privacy.pld import epsilon_sampled_gaussian_pld, epsilon_sampled_gaussian_wor
+from dperm.privacy.sgd_calibration import ACCOUNTANTS, calibrate_noise_multiplier, sampled_gaussian_epsilon
 from dperm.problem import Problem
 
 MNIST = (256 / 60000, 1.12, 14063, 1e-5)  # the TensorFlow Privacy tutorial: 60 epochs of lots of 256

@@ -144,7 +144,7 @@ def test_another_mirror_location_reruns_nothing(workflow, tmp_path, mirror):
 
 def test_editing_an_algorithm_reruns_the_jobs_that_run_it(workflow):
     root, env = workflow
-    module = root / "src" / "dperm" / "algorithms" / "dp_sgd.py"
+    module = root / "src" / "dperm" / "algorithms" / "dp_sgd" / "__init__.py"
     original = module.read_text()
     module.write_text(original + "\n# an edit\n")
     try:

@@ -16,9 +16,8 @@ import pytest
 from scipy import stats
 
 from dperm.algorithms import Privacy, get_algorithm
-from dperm.algorithms import _outpert_theory as theory
 from dperm.algorithms.bassily import batch_gradient, noisy_sgd_calibration
-from dperm.algorithms.outpert import gd_endpoint
+from dperm.algorithms.outpert import gd_endpoint, theory
 from dperm.experiments import cells, experiment_models, load_paper
 from dperm.losses import MLP, Huber, Logistic
 from dperm.papers import published

@@ -31,13 +31,6 @@ def pin_threads(threads: int) -> None:
         os.environ[var] = str(threads)
 
 
-def load_spec(text: str):
-    """A spec given inline as JSON, or as @path to a JSON file."""
-    from pathlib import Path
-
-    return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
-
-
 def _cmd_fetch(args) -> None:
     from .datasets import registry
     from .datasets.fetch import fetch, resolve_mirror
@@ -71,9 +64,10 @@ def _cmd_prepare(args) -> None:
 
 def _cmd_dataset_table(args) -> None:
     from .datasets.table import dataset_rows, write_dataset_table
+    from .papers import dataset_shapes
 
     unavailable = json.loads(args.unavailable) if args.unavailable else {}
-    table = dataset_rows(args.provenance, unavailable)
+    table = dataset_rows(args.provenance, unavailable, dataset_shapes())
     write_dataset_table(table, args.csv, args.md)
     log.info("dataset table: %d datasets (%d unavailable)", len(table), len(unavailable))
 
@@ -81,6 +75,7 @@ def _cmd_dataset_table(args) -> None:
 def _cmd_run_job(args) -> None:
     import pandas as pd
 
+    from .config import load_spec
     from .datasets.prepare import load_prepared
     from .experiments import apply_tuning
     from .files import write_text_atomic
@@ -105,6 +100,7 @@ def _cmd_cut_cell(args) -> None:
 
 
 def _cmd_optimum(args) -> None:
+    from .config import load_spec
     from .datasets.prepare import load_prepared
     from .files import write_text_atomic
     from .optimum import compute_optima
@@ -126,6 +122,7 @@ def _cmd_summarise(args) -> None:
 def _cmd_tune(args) -> None:
     from pathlib import Path
 
+    from .config import load_spec
     from .datasets.prepare import load_prepared
     from .files import write_json_atomic, write_text_atomic
     from .tuning import tune
@@ -147,6 +144,7 @@ def _cmd_tune(args) -> None:
 
 
 def _cmd_figure(args) -> None:
+    from .config import load_spec
     from .report.paper_figures import draw
 
     spec = load_spec(args.spec)
@@ -183,6 +181,7 @@ def _cmd_scorecard(args) -> None:
     import pandas as pd
 
     from .files import write_text_atomic
+    from .papers import plugin
     from .report.scorecard import build, to_html, to_markdown
     from .report.tables import read_records
 
@@ -197,7 +196,8 @@ def _cmd_scorecard(args) -> None:
     summaries = read_records(args.summaries) if args.summaries else pd.DataFrame()
     docs = {os.path.basename(path): open(path, encoding="utf-8").read() for path in args.docs}
     audit = pd.read_csv(args.audit)
-    sections = build(spec, tables, summaries, audit, docs)
+    makers = {entry["key"]: getattr(plugin(entry["key"]), "scorecard", None) for entry in spec["papers"]}
+    sections = build(spec, tables, summaries, audit, docs, makers)
     docs_dir = os.path.dirname(os.path.abspath(args.docs[0]))
     link = os.path.relpath(docs_dir, os.path.dirname(os.path.abspath(args.md))).replace(os.sep, "/")
     write_text_atomic(args.md, to_markdown(spec, sections, audit, docs_link=link))

@@ -106,3 +106,10 @@ def read_yaml(path) -> dict:
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     return {} if data is None else data
+
+
+def load_spec(text: str):
+    """A spec given inline as JSON, or as @path to a JSON file (how rules hand a job its spec)."""
+    import json
+
+    return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)

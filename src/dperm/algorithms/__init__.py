@@ -1,7 +1,10 @@
 """Algorithms, each registered by name (see :mod:`.registry`) with the interface of :mod:`.base`.
 
-Adding an algorithm: write a module in this package with a ``@register("name", ...)`` fit
-function; it is found and imported automatically (modules starting with ``_`` are skipped).
+Adding an algorithm: write a module in this package (or a family folder, as ``dp_agd/``: the
+registered algorithm and its privacy argument in the folder's ``__init__``, its theory in a public
+module beside it) with a ``@register("name", ...)`` fit function; every module of the package is
+found and imported automatically. Privacy math shared by several families (calibrations, noise,
+the public row bound, step counts) lives in :mod:`dperm.privacy`.
 """
 
 from .base import AlgorithmSpec, FitResult, Privacy, draw_rngs

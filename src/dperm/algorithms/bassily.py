@@ -60,8 +60,8 @@ from ..privacy import (
     gaussian_delta,
     gaussian_sigma_zhao,
 )
+from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
-from ._perturb import enforce_row_bound
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..losses import MLP, GLMLoss
 from ..privacy import DEFAULT_RDP_ORDERS, noise_multiplier_for_epsilon, rdp_sampled_gaussian, rdp_to_epsilon
-from ._perturb import private_target
+from ..privacy.perturbation import private_target
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register

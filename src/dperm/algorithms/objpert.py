@@ -6,7 +6,7 @@ Release the exact minimiser of the perturbed objective
     J(w) = (1/n)Σ ℓ_i(w) + (λ/2)‖w‖² + (Δ/(2n))‖w‖² + (1/n)⟨b, w⟩,   Δ = 2λ_H/ε,
 
 λ = ``problem.l2``, the Δ-term on every coordinate (bias included), on the training rows mapped
-into the public ball ‖x‖ ≤ R (:mod:`._perturb`). Conditions (Kifer et al. Thm 2, recalled, not
+into the public ball ‖x‖ ≤ R (:mod:`dperm.privacy.perturbation`). Conditions (Kifer et al. Thm 2, recalled, not
 checked against the paper text): ℓ convex, twice differentiable, ‖∇ℓ_i‖ ≤ ζ, Hessian of every ℓ_i
 of rank ≤ 1 with eigenvalue ≤ λ_H (true for linear models ℓ_i = φ(⟨w, x_i⟩): ∇²ℓ_i = φ''·x_i x_iᵀ),
 regulariser convex, minimisation **exact** (docs/privacy.md#objpert-assumptions). The constants
@@ -63,8 +63,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import solvers
-from ..privacy.selection import RdpStatement
-from ._perturb import (
+from ..privacy.perturbation import (
     check_regulariser,
     check_row_bound,
     draw_noise,
@@ -73,6 +72,7 @@ from ._perturb import (
     smooth_glm_constants,
     smooth_surrogate,
 )
+from ..privacy.selection import RdpStatement
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .registry import register, register_variant

@@ -4,9 +4,9 @@ k passes (``passes``) over the training rows; each pass draws a fresh uniform pe
 it into m = ⌊n/b⌋ mini-batches of b = ``batch_size`` rows (the n − mb rows left over sit that pass
 out); each step w ← Π_R(w − η_t(ḡ_B(w) + λw)), ḡ_B the batch mean of ∇ℓ_i, Π_R the projection
 onto ‖w‖ ≤ ``radius`` (none when null); release w_T + z. Rows are mapped into the public ball
-‖x‖ ≤ ``row_bound`` first (:mod:`._perturb`), so L and β of ℓ hold. Lockstep: the draws are
+‖x‖ ≤ ``row_bound`` first (:mod:`dperm.privacy.perturbation`), so L and β of ℓ hold. Lockstep: the draws are
 independent runs, each with its own permutations and noise, advanced together (one batched
-product per step, :class:`._batched_sgd._LockstepGLM` without clipping).
+product per step, :class:`dperm.algorithms.dp_sgd.engine.LockstepGLM` without clipping).
 
 Adjacency: replace-one (|D| = |D′| = n, row k differs). Sensitivity (our derivation after Wu et
 al. 2017 and Hardt, Recht & Singer 2016, docs/privacy.md#outpert-sgd-sensitivity): the per-
@@ -26,7 +26,7 @@ docs/privacy.md#outpert-regulariser). Hence δ_T ≤ Σ_passes max_{s in the pas
 * ``schedule: auto`` — strongly convex when λ > 0, else convex.
 
 Noise: δ = 0 → density ∝ exp(−ε‖z‖/Δ) (Gamma-norm, ε-DP); δ > 0 → Gaussian valid for every ε
-(``gaussian``: analytic (Balle & Wang 2018, default) or zhao; :mod:`._outpert_theory`).
+(``gaussian``: analytic (Balle & Wang 2018, default) or zhao; :mod:`dperm.algorithms.outpert.theory`).
 Accounting: one release. Convex losses only (logistic, huber-hinge, huber): the MLP has no
 sensitivity bound and is refused.
 
@@ -42,19 +42,19 @@ import math
 
 import numpy as np
 
-from . import _outpert_theory as theory
-from ._batched_sgd import _LockstepGLM
-from ._perturb import (
+from ..privacy.perturbation import (
     check_regulariser,
     check_row_bound,
     draw_noise,
     enforce_row_bound,
+    noise_calibration,
     private_target,
     smooth_glm_constants,
     smooth_surrogate,
 )
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .dp_sgd.engine import LockstepGLM
 from .registry import register, register_variant
 
 SCHEDULES = ("auto", "convex", "strongly-convex")
@@ -128,10 +128,10 @@ def _fit_outpert_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, passes: 
                              "(schedule auto or strongly-convex)")
         sensitivity = bolton_reference_sensitivity(L=L, gamma=mu, n=n, batch_size=batch_size)
         used = "2L/(gamma n b) (TensorFlow Privacy BoltOn)"
-    kind, scale, noise_notes = theory.noise_calibration(sensitivity, eps, delta, gaussian)
+    kind, scale, noise_notes = noise_calibration(sensitivity, eps, delta, gaussian)
     notes += noise_notes
     clipped = enforce_row_bound(problem, R)
-    kernel = _LockstepGLM(clipped, math.inf)
+    kernel = LockstepGLM(clipped, math.inf)
     rngs = draw_rngs(rng, draws)
     W = np.zeros((draws, clipped.p))
     for _ in range(passes):

@@ -52,10 +52,10 @@ from scipy.special import expit, ndtr
 
 from .. import solvers
 from ..losses import MLP, GLMLoss
-from ._perturb import private_target
+from ..privacy.perturbation import private_target
+from ..privacy.sgd_calibration import calibrate_noise
 from .audit_cases import AuditCase, canary_problems
 from .base import FitResult, Privacy, draw_rngs
-from .dp_sgd import calibrate_noise
 from .registry import register
 
 _STARTS: dict = {}

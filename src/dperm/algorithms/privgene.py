@@ -55,11 +55,12 @@ import numpy as np
 
 from ..losses import GLMLoss, Hinge, HuberHinge, Logistic
 from ..privacy import exponential_mechanism, zcdp_from_dp
+from ..privacy.budget_steps import steps_for_budget
 from ..privacy.selection import RdpStatement
 from ..privacy.validation import check_real
-from ._batched_sgd import poisson_batch
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .dp_sgd.engine import poisson_batch
 from .registry import register
 
 SAMPLINGS = ("poisson", "fixed")
@@ -67,14 +68,9 @@ ADJACENCY_CLAIMS = ("replace-one", "add-remove")
 COMPOSITIONS = ("zcdp", "best")
 
 
-def round_half_up(x: float) -> int:
-    """Python 2's round(): halves go away from zero (the reference code is Python 2)."""
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
-
-
 def privgene_iterations(n: int, epsilon: float, c: float = 800.0) -> int:
     """r = max(round(n·ε/c), 1) (DP-AGD `run_privgene_*`; docs/deviations.md#privgene-iterations)."""
-    return max(round_half_up(n * epsilon / c), 1)
+    return steps_for_budget(n, epsilon, c)
 
 
 def default_fitness_weight(loss) -> float:

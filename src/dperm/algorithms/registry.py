@@ -142,16 +142,20 @@ def algorithm_names() -> list[str]:
     return sorted(ALGORITHMS)
 
 
+#: modules of this package that define no algorithm
 _INFRASTRUCTURE = {"base", "registry", "audit_cases"}
 
 
 def _load_all() -> None:
-    """Import every algorithm module and package of this package once, so their registrations
-    run (modules whose names start with ``_`` are helpers, not algorithms)."""
+    """Import every module of this package and of its family packages once (recursively), so
+    their registrations run. A family is a folder (``dp_agd/``, ``blackbox/``, ...): its
+    ``__init__`` registers the family's algorithm and states its privacy argument, and the
+    modules beside it (its theory, its engine, further members) are imported here too, whether
+    or not they register anything; there is no naming convention to follow."""
     import importlib
     import pkgutil
 
-    package = __name__.rsplit(".", 1)[0]
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not module.name.startswith("_") and module.name not in _INFRASTRUCTURE:
-            importlib.import_module(f"{package}.{module.name}")
+    package = importlib.import_module(__name__.rsplit(".", 1)[0])
+    for module in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+        if module.name.rsplit(".", 1)[-1] not in _INFRASTRUCTURE:
+            importlib.import_module(module.name)

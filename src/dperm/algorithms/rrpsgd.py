@@ -56,8 +56,8 @@ import numpy as np
 
 from ..losses import GLMLoss
 from ..losses.glm import NotSmoothError
+from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
-from ._perturb import enforce_row_bound
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration

@@ -43,14 +43,14 @@ batch size, an added row displaces another, so G moves by up to 2C, not the C of
 analysis (docs/privacy.md#moments-accountant). Both variants report both numbers in ``extra``
 (``epsilon_rdp``, ``epsilon_moments_ref``), and ``epsilon_pld`` with ``accountant="pld"``.
 
-Execution: the ``draws`` chains run in lockstep through :func:`._batched_sgd.run_noisy_sgd`
+Execution: the ``draws`` chains run in lockstep through :func:`dperm.algorithms.dp_sgd.engine.run_noisy_sgd`
 (one vectorised step for all draws, each draw with its own batches and noise from its own
 generator; its docstring explains why this changes nothing privacy-wise). ``snapshots``
 (SGD-MA) keeps the iterates after fewer steps of the same run, each released in ``path`` with
 the ε of its own step count (the protocol runs a T grid this way). Samplers:
-:class:`._batched_sgd.PoissonSampler` (correct SGD-MA) and :class:`._batched_sgd.FixedSizeSampler`
-(SGD-Adv, ``sgd-ma-reference``). Cost: O(b·p) per step and draw (GLM clipped sums never form
-per-example gradients).
+:class:`dperm.algorithms.dp_sgd.engine.PoissonSampler` (correct SGD-MA) and
+:class:`dperm.algorithms.dp_sgd.engine.FixedSizeSampler` (SGD-Adv, ``sgd-ma-reference``). Cost:
+O(b·p) per step and draw (GLM clipped sums never form per-example gradients).
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ from ..privacy import (
     gaussian_sigma_zhao,
     moments_accountant_epsilon,
 )
+from ..privacy.budget_steps import steps_for_budget
+from ..privacy.sgd_calibration import ACCOUNTANTS, sampled_gaussian_epsilon
 from ..privacy.validation import check_real
-from ._batched_sgd import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .audit_cases import canary_audit, displaced_row_audit
 from .base import FitResult, Privacy, draw_rngs
-from .dp_sgd import ACCOUNTANTS, sampled_gaussian_epsilon
-from .privgene import round_half_up
+from .dp_sgd.engine import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .registry import register, register_variant
 
 GAUSSIANS = ("zhao", "analytic")
@@ -88,7 +88,7 @@ def default_batch_size(n: int) -> int:
 
 def sgd_adv_steps(n: int, epsilon: float, c: float = 500.0) -> int:
     """T = max(round(n·ε/c), 1), c = 500 (DP-AGD `run_sgdadv_*`)."""
-    return max(round_half_up(n * epsilon / c), 1)
+    return steps_for_budget(n, epsilon, c)
 
 
 def sgd_adv_calibration(epsilon: float, delta: float, n: int, steps: int, batch_size: int, clip: float,
@@ -151,7 +151,7 @@ def _check_common(problem, batch_size, clip, learning_rate):
 
 
 def _noisy_sgd(problem, rng, draws, steps, sampler, clip, noise_std, learning_rate, divisor):
-    """Run ``draws`` independent noisy-SGD chains in lockstep (:mod:`._batched_sgd`); returns the
+    """Run ``draws`` independent noisy-SGD chains in lockstep (:mod:`dperm.algorithms.dp_sgd.engine`); returns the
     last iterates and the per-example gradients per draw in full-gradient equivalents."""
     run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, sampler, clip=clip, noise_std=noise_std,
                         learning_rate=learning_rate, divisor=divisor)

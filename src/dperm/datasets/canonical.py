@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import DataFileError
-from .registry import Dataset, RawFile
+from .records import Dataset, RawFile
 
 PART = "_part"
 

@@ -38,7 +38,7 @@ import pandas as pd
 
 from .bounds import public_schema, scale_public
 from .canonical import PART
-from .registry import Dataset
+from .records import Dataset
 
 PROFILE_DEFAULTS = {
     "parts": "default",

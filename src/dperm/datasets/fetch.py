@@ -31,7 +31,7 @@ from ..files import (
 )
 from . import ucimlrepo as uci
 from .canonical import check_field_counts
-from .registry import Dataset, RawFile
+from .records import Dataset, RawFile
 
 MIRROR_ENV = "DPERM_DATA_MIRROR"
 DOWNLOAD_MODES = ("auto", "always", "never")

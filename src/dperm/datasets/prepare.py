@@ -22,7 +22,7 @@ from . import ucimlrepo as uci
 from .canonical import canonical_from_files
 from .encode import encode, resolve_profile
 from .fetch import MANIFEST, downloads_allowed, mirror_file
-from .registry import Dataset
+from .records import Dataset
 
 
 def load_canonical(record: Dataset, manifest_path: str | os.PathLike, parts=None):

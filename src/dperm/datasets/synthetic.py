@@ -92,7 +92,7 @@ def read_raw(content: bytes, columns, target: str):
 
 def record(key: str):
     """The registry record of a synthetic dataset key."""
-    from .registry import Column, Dataset, RawFile
+    from .records import Column, Dataset, RawFile
 
     family, n, d = parse(key)
     classification = family == "logistic"

@@ -21,12 +21,11 @@ BASE_COLUMNS = ["dataset", "task", "n", "n_features", "p", "label", "positive_ra
                 "n_dropped_missing", "source", "status"]
 
 
-def dataset_rows(provenance_files, unavailable: dict[str, str]) -> pd.DataFrame:
-    """One row per dataset, then ``<paper>_n``/``<paper>_dim`` of every paper plugin that reports
-    dataset sizes (:func:`dperm.papers.dataset_shapes`)."""
-    from ..papers import dataset_shapes
-
-    shapes = dataset_shapes()
+def dataset_rows(provenance_files, unavailable: dict[str, str],
+                 shapes: dict[str, dict[str, tuple]] | None = None) -> pd.DataFrame:
+    """One row per dataset, then ``<paper>_n``/``<paper>_dim`` for every paper of ``shapes``
+    (paper -> {dataset: (n, dim)} as the paper reports them: :func:`dperm.papers.dataset_shapes`)."""
+    shapes = shapes or {}
     columns = BASE_COLUMNS + [f"{p}_{k}" for p in shapes for k in ("n", "dim")]
     rows = []
     for path in provenance_files:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..files import DataFileError, gunzip_if_gzip, gzip_bytes
 from .canonical import PART, finalize
-from .registry import Dataset
+from .records import Dataset
 
 ORIGINAL = "ucimlrepo-original.csv.gz"
 VARIABLES = "ucimlrepo-variables.csv"

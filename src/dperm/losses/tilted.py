@@ -50,7 +50,7 @@ class Tilted:
     accepts_sparse = True  # X may be a CSR matrix for one weight vector (Problem._products)
 
     def __init__(self, tilt: float = 1.0, base="logistic", **base_params):
-        from . import get_loss
+        from .catalog import get_loss
 
         tilt = float(tilt)
         if not (np.isfinite(tilt) and tilt >= 0):

@@ -164,17 +164,15 @@ class Section:
 
 
 def build(spec: dict, tables: dict[str, dict[str, pd.DataFrame]], summaries: pd.DataFrame,
-          audit: pd.DataFrame, docs: dict[str, str]) -> list[Section]:
+          audit: pd.DataFrame, docs: dict[str, str], makers: dict | None = None) -> list[Section]:
     """One section per paper of ``spec["papers"]`` (each ``{key, title, deviations,
-    algorithms}``); ``tables[paper]`` are its plugin tables by name."""
-    from .. import papers
-
+    algorithms}``); ``tables[paper]`` are its plugin tables by name, ``makers[paper]`` the
+    plugin's ``scorecard(tables) -> PaperCard`` (a paper without one compares nothing)."""
     headings = doc_headings(docs)
     sections = []
     for entry in spec["papers"]:
         key = entry["key"]
-        plugin = papers.plugin(key)
-        make = getattr(plugin, "scorecard", None)
+        make = (makers or {}).get(key)
         card = checked(key, make(tables.get(key, {})) if make else
                        PaperCard(note="The plugin compares no published numbers and checks no claims."))
         ours = summaries[summaries["paper"] == key] if len(summaries) else summaries

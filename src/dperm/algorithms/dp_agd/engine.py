@@ -17,8 +17,8 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ...privacy import bounded_range_epsilon_for_zcdp, noisy_max_scale, pure_dp_epsilon_for_zcdp, zcdp_from_dp
-from .._batched_sgd import poisson_batch
 from ..base import Privacy
+from ..dp_sgd.engine import poisson_batch
 from .primitives import CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores, grad_avg
 from .scores import CandidateScorer, candidate_grid
 

@@ -135,7 +135,7 @@ def _evaluate(args) -> None:
     import json
     import logging
 
-    from ...cli import load_spec
+    from ...config import load_spec
     from ...datasets.prepare import load_prepared
     from ...files import write_text_atomic
     from ...losses import label_form

@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import math
 
-from ..privacy import gaussian_sigma_analytic, gaussian_sigma_zhang, gaussian_sigma_zhao
+from ...privacy.perturbation import GAUSSIANS, noise_calibration  # noqa: F401  (re-exported: the paper's noise)
 
 LEMMAS = ("auto", "convex", "strongly-convex", "best")
-GAUSSIANS = ("auto", "zhang", "zhao", "analytic")
 
 
 def lemma2_sensitivity(L: float, steps: int, eta: float, n: int) -> float:
@@ -104,26 +103,3 @@ def gd_sensitivity(*, lemma, L, mu, beta, n, steps, eta) -> tuple[float, str]:
         bounds["lemma3"] = lemma3_sensitivity(L, mu, beta, n)
     used = min(bounds, key=bounds.get)
     return bounds[used], used
-
-
-def noise_calibration(sensitivity: float, epsilon: float, delta: float, gaussian: str):
-    """(kind, scale, notes): "gamma-norm" with scale Δ/ε for δ = 0, else a Gaussian σ.
-
-    ``gaussian``: "zhang" σ = Δ√(2 ln(2/δ))/ε (refused for ε > 1), "zhao" (all ε), "analytic"
-    (Balle & Wang, tight), "auto" = "zhang" for ε ≤ 1 and "zhao" above, with a note.
-    """
-    if gaussian not in GAUSSIANS:
-        raise ValueError(f"gaussian must be one of {GAUSSIANS}; got gaussian={gaussian!r}")
-    if delta == 0:
-        return "gamma-norm", sensitivity / epsilon, []
-    notes = []
-    if gaussian == "auto":
-        gaussian = "zhang" if epsilon <= 1.0 else "zhao"
-        if gaussian == "zhao":
-            notes.append(f"epsilon={epsilon:g} > 1: the paper's Gaussian sigma = "
-                         "Delta*sqrt(2 ln(2/delta))/epsilon is only valid for epsilon <= 1; used "
-                         "the valid-for-all-epsilon Gaussian of Zhao et al. 2019 instead")
-    calibrate = {"zhang": gaussian_sigma_zhang, "zhao": gaussian_sigma_zhao,
-                 "analytic": gaussian_sigma_analytic}[gaussian]
-    return f"gaussian-{gaussian}", calibrate(epsilon, delta, sensitivity), notes
-

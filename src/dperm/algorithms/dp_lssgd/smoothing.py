@@ -47,7 +47,7 @@ def smooth(V: np.ndarray, sigma: float) -> np.ndarray:
 
 def parameter_blocks(problem) -> list[slice]:
     """The parameter tensors of ``problem``'s model as slices of the flat parameter vector."""
-    from ..losses import MLP
+    from ...losses import MLP
 
     p = problem.p
     if isinstance(problem.loss, MLP):

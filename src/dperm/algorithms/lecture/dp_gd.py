@@ -5,7 +5,7 @@
 (``output``). ∇L is the mean of the per-example gradients, each clipped to norm L (``clip``; the
 notes assume an L-Lipschitz loss, clipping makes the bound hold on any data). λ = ``problem.l2``
 is data-independent and added outside the noise. Step sizes (``step_size``): ``constant`` η,
-``convex`` η_t = ‖C‖/(G√t) and ``strongly-convex`` η_t = 1/(λt) (:mod:`._lecture`).
+``convex`` η_t = ‖C‖/(G√t) and ``strongly-convex`` η_t = 1/(λt) (:mod:`dperm.algorithms.lecture.theory`).
 
 **Theorem (Lemma 15.1).** If ℓ(·, x, y) is L-Lipschitz, Algorithm 2 is (ε, δ)-DP for
 σ² ≥ 64 L² T ln(2/δ) ln(2.5T/δ)/(n²ε²). Adjacency: replace-one; the mean gradient moves by at
@@ -25,10 +25,10 @@ of multiplier σ/(Δ√T)), so it needs the least noise. The notes' typos: docs/
 
 from __future__ import annotations
 
-from ._lecture import check_schedule, gd_sigma_accountant, gd_sigma_notes, run_projected
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy, draw_rngs
-from .registry import register
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy, draw_rngs
+from ..registry import register
+from .theory import check_schedule, gd_sigma_accountant, gd_sigma_notes, run_projected
 
 ACCOUNTING = {
     "notes": "advanced composition + classical Gaussian (Lemma 15.1 of the notes)",

@@ -3,7 +3,7 @@ iteration counts, the regularised extension, the tilted objective) and the engin
 ``outpert-exact``, ``outpert-blackbox``, ``term`` and ``adv``.
 
 Notation. F(w) = (1/n) Σ ℓ_i(w) + (μ/2)‖w‖² on rows mapped into the public ball ‖x‖ ≤ R_x
-(:func:`._perturb.enforce_row_bound`); L and β are the Lipschitz and smoothness constants of the
+(:func:`dperm.privacy.perturbation.enforce_row_bound`); L and β are the Lipschitz and smoothness constants of the
 unregularised ℓ at R_x (the regulariser cancels between neighbours,
 docs/privacy.md#outpert-regulariser); κ = (β + μ)/μ. Adjacency: replace-one (|D| = |D′| = n,
 one row differs; Lowy & Razaviyayn §1).
@@ -85,10 +85,9 @@ import time
 
 import numpy as np
 
-from .. import solvers
-from ._outpert_theory import noise_calibration
-from ._perturb import draw_noise
-from .base import FitResult, draw_rngs
+from ... import solvers
+from ...privacy.perturbation import draw_noise, noise_calibration
+from ..base import FitResult, draw_rngs
 
 SOLVERS = ("gd", "agd", "sgd", "katyusha")
 STOCHASTIC = ("sgd", "katyusha")
@@ -259,7 +258,7 @@ def results(problem, privacies, rngs, draws: int, *, center, sensitivity_for, ga
 def erm_setup(problem, name: str, row_bound):
     """(rows in the public ball, L, β of the unregularised loss at R_x, μ): the ERM problem every
     algorithm here starts from (smooth convex GLM losses only: logistic, huber-hinge, huber)."""
-    from ._perturb import check_regulariser, check_row_bound, enforce_row_bound, smooth_glm_constants
+    from ...privacy.perturbation import check_regulariser, check_row_bound, enforce_row_bound, smooth_glm_constants
 
     R_x = check_row_bound(row_bound)
     L, beta_loss = smooth_glm_constants(problem, R_x, name)
@@ -278,7 +277,7 @@ def regularised(problem, *, privacy, gaussian: str, L: float, beta: float, radiu
                 name: str):
     """The μ = 0 case: (F_λ as a Problem on the same rows, λ, note) with the rate-optimal λ of
     :func:`rate_optimal_lambda` for this privacy target; ``radius`` R ≥ ‖w*‖ is required."""
-    from ..problem import Problem
+    from ...problem import Problem
 
     if radius is None or not (math.isfinite(float(radius)) and float(radius) > 0):
         raise ValueError(f"{name} with l2 = 0 (convex, not strongly convex) needs radius R > 0, a public bound on "

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..losses import GLMLoss
+from ...losses import GLMLoss
 
 #: target number of sampled indices per draw and block of steps (sets ``chunk`` from the width)
 _CHUNK_ELEMENTS = 1 << 16
@@ -223,7 +223,7 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
 
     out = empty()
     out.snapshots = {t: empty() for t in snapshots}
-    kernel = _LockstepGLM(problem, clip) if batched else _PerDraw(problem, clip)
+    kernel = LockstepGLM(problem, clip) if batched else _PerDraw(problem, clip)
     kernel.smooth = smooth
     start_time = time.perf_counter()
     for start in range(0, draws, group):  # groups bound the memory of a block; draws are independent
@@ -277,7 +277,7 @@ def _run_group(kernel, out, sl, rngs, steps, sampler, chunk, noise_std, learning
             seen += sizes[a:].sum(axis=0)
 
 
-class _LockstepGLM:
+class LockstepGLM:
     """All draws of a group in a few numpy calls per step (GLM losses).
 
     Index n is the padding row: gathering it reads row n − 1 of X (``take(mode="clip")``), but
@@ -379,4 +379,4 @@ def clipped_grad_sums(problem, W, batches, clip) -> np.ndarray:
         rows[d, :len(b)] = b
     if m == 0:
         return np.zeros_like(W)
-    return _LockstepGLM(problem, clip).sums(W, rows).copy()
+    return LockstepGLM(problem, clip).sums(W, rows).copy()

@@ -2,7 +2,7 @@
 
 ``dp-lssgd`` is ``dp-sgd`` (:mod:`.dp_sgd`) with σ_LS = ``smoothing`` > 0: each step's noisy
 direction (Σ_{i∈B} clip_C(∇ℓ_i(w)) + N(0, σ²C²I))/(qn) is replaced by A_σ⁻¹ of it, per parameter
-tensor, through the FFT (:mod:`._smoothing`), and w ← (1 − ηλ)w − η·A_σ⁻¹(direction).
+tensor, through the FFT (:mod:`dperm.algorithms.dp_lssgd.smoothing`), and w ← (1 − ηλ)w − η·A_σ⁻¹(direction).
 
 Adjacency: add/remove one row. Sensitivity: the clipped sum moves by at most C (per-example
 clipping, Poisson sampling at q = batch/n), exactly as DP-SGD. Accounting: the same function as
@@ -31,12 +31,12 @@ import math
 
 import numpy as np
 
-from . import dp_sgd  # noqa: F401  (the base must be registered first)
-from ._perturb import private_target
-from ._smoothing import laplacian_smoother, parameter_blocks
-from .audit_cases import AuditCase, canary_problems
-from .base import FitResult, Privacy, draw_rngs
-from .registry import register_variant
+from ...privacy.perturbation import private_target
+from .. import dp_sgd  # noqa: F401  (the base must be registered first)
+from ..audit_cases import AuditCase, canary_problems
+from ..base import FitResult, Privacy, draw_rngs
+from ..registry import register_variant
+from .smoothing import laplacian_smoother, parameter_blocks
 
 register_variant("dp-lssgd", of="dp-sgd", variant="correct", switches={"name": "dp-lssgd"},
                  defaults={"smoothing": 1.0},

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from ..privacy import advanced_composition, advanced_composition_split, gaussian_sigma_classical, smallest_noise
-from ..privacy.pld import epsilon_sampled_gaussian_wor
-from .dp_sgd import calibrate_noise_multiplier
+from ...privacy import advanced_composition, advanced_composition_split, gaussian_sigma_classical, smallest_noise
+from ...privacy.pld import epsilon_sampled_gaussian_wor
+from ...privacy.sgd_calibration import calibrate_noise_multiplier
 
 STEP_SIZES = ("constant", "convex", "strongly-convex")
 OUTPUTS = ("last", "average")
@@ -133,9 +133,9 @@ def run_projected(problem, rngs, steps: int, *, batch: str, sigma: float, clip: 
 
     Each chain draws from its own generator only (per block of ``chunk`` steps: its rows, then
     its noise), so a chain's law is that of a run alone (the lockstep argument of
-    :mod:`._batched_sgd`). GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to norm L is clipping φ'
+    :mod:`dperm.algorithms.dp_sgd.engine`). GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to norm L is clipping φ'
     to ±L/‖x_i‖."""
-    from ..losses import GLMLoss
+    from ...losses import GLMLoss
 
     if not isinstance(problem.loss, GLMLoss):
         raise ValueError(f"the projected noisy (S)GD of the notes runs GLM losses only; got {problem.loss!r}")

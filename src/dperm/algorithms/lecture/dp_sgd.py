@@ -31,10 +31,10 @@ and its replace-one Poisson pair does not bound this sampler (docs/privacy.md#ti
 
 from __future__ import annotations
 
-from ._lecture import check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy, draw_rngs
-from .registry import register
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy, draw_rngs
+from ..registry import register
+from .theory import check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
 
 ACCOUNTING = {
     "notes": "advanced composition + amplification by sampling + classical Gaussian (Lemma 15.5 of the notes)",

@@ -6,7 +6,7 @@ Adjacency: replace-one (|D| = |D′| = n, one row differs). Rows are mapped into
 β = R_x²/4); the regulariser cancels between neighbours (docs/privacy.md#outpert-regulariser).
 
 Sensitivity: Proposition 2.2, Δ_F = 2L/(μn). "Exact" is certified, not assumed: the solver
-(L-BFGS with Newton-CG polishing, :func:`._blackbox.certified_minimiser`) stops at
+(L-BFGS with Newton-CG polishing, :func:`dperm.algorithms.blackbox.theory.certified_minimiser`) stops at
 ‖∇F(w)‖ ≤ μρ, so ‖w − w*‖ ≤ ρ by strong convexity, with ρ = ``slack``·Δ_F/2 (default 10⁻⁶
 relative); if it stalls above that, Nesterov's method runs the data-independent count that
 certifies the same distance. Either way the released point moves by at most
@@ -19,7 +19,7 @@ target (ε, δ). Excess risk (Corollary 2.2, smooth case): (β + μ)/2·E‖z‖
 O(κL²p²/(μn²ε²)) for ε-DP and O(κL²p ln(1/δ)/(μn²ε²)) for (ε, δ)-DP.
 
 μ = 0 (``l2: 0``): the regularised extension of their §2.4 with the rate-optimal λ and a
-projection onto B(0, ``radius``) (:mod:`._blackbox`, docs/deviations.md#blackbox-solvers).
+projection onto B(0, ``radius``) (:mod:`dperm.algorithms.blackbox.theory`, docs/deviations.md#blackbox-solvers).
 
 The solve does not depend on ε or δ (μ > 0), so the targets of a row share it (``fit_settings``)
 and the draws share it; each release draws its own noise (draw d from child d + 1 of its
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import time
 
-from . import _blackbox as bb
-from .audit_cases import canary_audit
-from .base import Privacy
-from .registry import register
+from ..audit_cases import canary_audit
+from ..base import Privacy
+from ..registry import register
+from . import theory as bb
 
 
 def _solve(problem, *, L, beta_loss, mu, slack):

@@ -26,12 +26,12 @@ import time
 
 import numpy as np
 
-from ..losses import RobustLogistic
-from ..problem import Problem
-from . import _blackbox as bb
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy
-from .registry import register, register_variant
+from ...losses import RobustLogistic
+from ...problem import Problem
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy
+from ..registry import register, register_variant
+from . import theory as bb
 
 
 def fit_adv_settings(problem, privacies, rngs, draws: int = 1, *, radius: float = 0.1, row_bound: float = 1.0,

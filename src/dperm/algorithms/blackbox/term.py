@@ -6,7 +6,7 @@ the black box with Nesterov's method on
 ℓ the model's loss (logistic) on rows mapped into ‖x‖ ≤ R_x, t = ``tilt`` ≥ 0 (t = 0: ERM),
 R = ``radius`` (a public constraint; the paper's B(0, R), on which ℓ is bounded).
 
-Adjacency: replace-one. Sensitivity (our derivation, :mod:`._blackbox`): with the loss's range
+Adjacency: replace-one. Sensitivity (our derivation, :mod:`dperm.algorithms.blackbox.theory`): with the loss's range
 M on the ball (ℓ_i(w) − ℓ_j(w) ≤ M; M = R·R_x for the logistic),
 
     Δ_t = (2L/μ)·e^{tM}/(e^{tM} + n − 1),
@@ -31,13 +31,13 @@ import time
 
 import numpy as np
 
-from .. import solvers
-from ..losses import Tilted, loss_range
-from ..problem import Problem
-from . import _blackbox as bb
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy
-from .registry import register, register_variant
+from ... import solvers
+from ...losses import Tilted, loss_range
+from ...problem import Problem
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy
+from ..registry import register, register_variant
+from . import theory as bb
 
 NONPRIVATE_ACCURACY = 1e-12
 

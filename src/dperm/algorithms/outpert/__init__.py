@@ -2,13 +2,13 @@
 
 w_{t+1} = w_t − η∇F(w_t), F(w) = (1/n)Σ ℓ_i(w) + (μ/2)‖w‖² (μ = ``problem.l2``), from w_0 = 0
 for T steps on the training rows with every row mapped into the public ball ‖x‖ ≤ R
-(:mod:`._perturb`); release w_T + z, z calibrated to the ℓ2 sensitivity Δ of w_T.
+(:mod:`dperm.privacy.perturbation`); release w_T + z, z calibrated to the ℓ2 sensitivity Δ of w_T.
 
 Adjacency: replace-one. Sensitivity: Lemma 2 (convex) Δ = 3LTη/n or Lemma 3 (μ > 0)
 Δ = 5L(μ + β)/(nμβ), with L = ℓ's Lipschitz constant and β = β_ℓ + μ at the enforced R (β the
 smoothness of the regularised per-example loss, as in the paper; L excludes the regulariser,
 which cancels between neighbours — docs/privacy.md#outpert-regulariser). Constants, the check of
-the lemmas and the noise rules are in :mod:`._outpert_theory`. Noise: δ = 0 → Gamma-norm density
+the lemmas and the noise rules are in :mod:`dperm.algorithms.outpert.theory`. Noise: δ = 0 → Gamma-norm density
 ∝ exp(−ε‖z‖/Δ), ε-DP; δ > 0 → Gaussian, (ε, δ)-DP (``gaussian="auto"``: the paper's ln(2/δ) form
 for ε ≤ 1, Zhao et al. above, noted in the result). Accounting: one release, ε and δ as targeted.
 
@@ -42,11 +42,9 @@ import time
 
 import numpy as np
 
-from .. import solvers
-from ..losses import Huber
-from ..privacy.selection import RdpStatement
-from . import _outpert_theory as theory
-from ._perturb import (
+from ... import solvers
+from ...losses import Huber
+from ...privacy.perturbation import (
     check_regulariser,
     check_row_bound,
     draw_noise,
@@ -55,9 +53,11 @@ from ._perturb import (
     smooth_glm_constants,
     smooth_surrogate,
 )
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy, draw_rngs
-from .registry import register, register_variant
+from ...privacy.selection import RdpStatement
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy, draw_rngs
+from ..registry import register, register_variant
+from . import theory
 
 _PATHS: dict = {}  # (problem digest, η) -> (steps done, w, seconds spent): see gd_endpoint
 _PATHS_KEPT = 16
@@ -199,7 +199,7 @@ def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound:
     used by the T formulas only), explicit ``steps``/``learning_rate`` override the theorem
     values, ``lemma`` ∈ {"auto", "convex", "strongly-convex", "best"}, ``gaussian`` ∈ {"auto",
     "zhang", "zhao", "analytic"} (used when δ > 0), ``huber_h``: a plain-hinge SVM is trained on
-    the Huberised hinge with this h (:func:`._perturb.smooth_surrogate`); ``name`` (fixed by the
+    the Huberised hinge with this h (:func:`dperm.privacy.perturbation.smooth_surrogate`); ``name`` (fixed by the
     registration) is the key errors and notes name.
     """
     return _fit_outpert(problem, privacy, rng, draws, name=name, row_bound=row_bound,

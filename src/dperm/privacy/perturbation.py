@@ -17,8 +17,9 @@ import math
 
 import numpy as np
 
-from ..privacy import l2_laplace_noise
 from ..problem import Problem
+from .gaussian import gaussian_sigma_analytic, gaussian_sigma_zhang, gaussian_sigma_zhao
+from .laplace import l2_laplace_noise
 
 
 def check_row_bound(row_bound) -> float:
@@ -114,3 +115,29 @@ def draw_noise(kind: str, scale: float, p: int, rng: np.random.Generator) -> np.
     if kind == "gamma-norm":
         return l2_laplace_noise(sensitivity=scale, epsilon=1.0, rng=rng, size=p)
     return rng.normal(0.0, scale, size=p)
+
+
+GAUSSIANS = ("auto", "zhang", "zhao", "analytic")
+
+
+def noise_calibration(sensitivity: float, epsilon: float, delta: float, gaussian: str):
+    """(kind, scale, notes): "gamma-norm" with scale Δ/ε for δ = 0, else a Gaussian σ.
+
+    ``gaussian``: "zhang" σ = Δ√(2 ln(2/δ))/ε (refused for ε > 1), "zhao" (all ε), "analytic"
+    (Balle & Wang, tight), "auto" = "zhang" for ε ≤ 1 and "zhao" above, with a note.
+    """
+    if gaussian not in GAUSSIANS:
+        raise ValueError(f"gaussian must be one of {GAUSSIANS}; got gaussian={gaussian!r}")
+    if delta == 0:
+        return "gamma-norm", sensitivity / epsilon, []
+    notes = []
+    if gaussian == "auto":
+        gaussian = "zhang" if epsilon <= 1.0 else "zhao"
+        if gaussian == "zhao":
+            notes.append(f"epsilon={epsilon:g} > 1: the paper's Gaussian sigma = "
+                         "Delta*sqrt(2 ln(2/delta))/epsilon is only valid for epsilon <= 1; used "
+                         "the valid-for-all-epsilon Gaussian of Zhao et al. 2019 instead")
+    calibrate = {"zhang": gaussian_sigma_zhang, "zhao": gaussian_sigma_zhao,
+                 "analytic": gaussian_sigma_analytic}[gaussian]
+    return f"gaussian-{gaussian}", calibrate(epsilon, delta, sensitivity), notes
+

@@ -8,7 +8,7 @@ replace-one; Δ_F = 2L/(μn) (Proposition 2.2; L of the unregularised loss at R_
 docs/privacy.md#outpert-regulariser). α = ``alpha_scale``·μΔ_F² (default 1/8, so Δ_α = 2Δ_F:
 docs/deviations.md#blackbox-solvers). Noise as ``outpert-exact``: Gamma-norm (δ = 0, ε-DP) or
 Zhao et al.'s Gaussian (δ > 0, every ε). Accounting: one release; see below for the stochastic
-solvers. Counts and their sources are in :mod:`._blackbox`.
+solvers. Counts and their sources are in :mod:`dperm.algorithms.blackbox.theory`.
 
 ``solver``:
 
@@ -33,7 +33,7 @@ Runs whose accuracy holds only in expectation (SGD always; Katyusha under ε-DP 
 configs label them "(accuracy in expectation only)".
 
 μ = 0: the regularised extension with the rate-optimal λ and projection onto B(0, ``radius``)
-(:mod:`._blackbox`). Deterministic solves are shared by the privacy targets of a row
+(:mod:`dperm.algorithms.blackbox.theory`). Deterministic solves are shared by the privacy targets of a row
 (``fit_settings``) and by the draws; a stochastic solve is shared too (its randomness from the
 first target's generator, child 0; each result has the law of a lone fit). Draw d's noise comes
 from child d + 1 of its target's generator.
@@ -47,10 +47,10 @@ import time
 
 import numpy as np
 
-from .. import solvers
-from . import _blackbox as bb
-from .base import Privacy
-from .registry import register
+from ... import solvers
+from ..base import Privacy
+from ..registry import register
+from . import theory as bb
 
 EXPECTATION_NOTE = ("accuracy alpha holds in expectation only (docs/privacy.md#blackbox-expectation): the "
                     "sensitivity bound, hence the privacy claim, is not proven for a single run")
@@ -171,7 +171,7 @@ def fit_outpert_blackbox_settings(problem, privacies, rngs, draws: int = 1, *, s
 
 def _audit_cases():
     """One canary case per solver (a replace-one canary on an unused coordinate, ε = 1, ε-DP)."""
-    from .audit_cases import AuditCase, canary_problems
+    from ..audit_cases import AuditCase, canary_problems
 
     d, d_prime, c = canary_problems("replace-one", l2=0.1)
     return [AuditCase(name=f"canary on an unused coordinate, solver {solver}", d=d, d_prime=d_prime,

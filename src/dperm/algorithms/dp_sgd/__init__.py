@@ -25,94 +25,20 @@ function every DP-SGD-shaped algorithm (``dp-sgd``, ``dp-lssgd``, PIDP-SGD's noi
 the ``accountant`` option reaches all of them.
 
 The ``draws`` chains run in lockstep, each with its own Poisson batches and noise
-(:func:`._batched_sgd.run_noisy_sgd`, whose docstring explains why this changes nothing
-privacy-wise). The same module's :func:`~._batched_sgd.poisson_batch` draws the Poisson
+(:func:`dperm.algorithms.dp_sgd.engine.run_noisy_sgd`, whose docstring explains why this changes nothing
+privacy-wise). The same module's :func:`dperm.algorithms.dp_sgd.engine.poisson_batch` draws the Poisson
 samples of DP-AGD and PrivGene: one sampler implementation serves every algorithm.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 
-from ..privacy import epsilon_sampled_gaussian, noise_multiplier_for_epsilon, smallest_noise
-from ..privacy.pld import epsilon_sampled_gaussian_pld
-from ._batched_sgd import PoissonSampler, run_noisy_sgd
-from .audit_cases import canary_audit
-from .base import FitResult, Privacy, draw_rngs
-from .registry import register
-
-#: accountant -> how the records' ``accounting`` column names it
-ACCOUNTANTS = {
-    "rdp": "RDP of the Poisson-subsampled Gaussian, improved conversion",
-    "pld": "PLD of the Poisson-subsampled Gaussian (dp-accounting)",
-}
-
-
-def _check_accountant(accountant: str) -> str:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {sorted(ACCOUNTANTS)}; got accountant={accountant!r}")
-    return accountant
-
-
-def sampled_gaussian_epsilon(noise_multiplier: float, delta: float, q: float, steps: int,
-                             accountant: str = "rdp") -> float:
-    """ε of T Poisson-subsampled Gaussian steps (rate q, noise multiplier σ, add/remove) at δ, by
-    ``accountant`` (``"rdp"`` or ``"pld"``, module docstring)."""
-    if _check_accountant(accountant) == "pld":
-        return epsilon_sampled_gaussian_pld(q, noise_multiplier, steps, delta)
-    return epsilon_sampled_gaussian(q, noise_multiplier, steps, delta)
-
-
-@lru_cache(maxsize=1024)
-def calibrate_noise_multiplier(epsilon: float, delta: float, q: float, steps: int,
-                               accountant: str = "rdp") -> float:
-    """Smallest noise multiplier σ whose T Poisson-subsampled Gaussian steps (rate q, add/remove)
-    are (ε, δ)-DP by ``accountant``; the returned σ always meets the target by that accountant.
-
-    ``"rdp"``: :func:`dperm.privacy.noise_multiplier_for_epsilon`. ``"pld"``: a root of
-    ε_PLD(σ) = ε on log σ, bracketed below the RDP answer (PLD never needs more noise than
-    RDP, whose σ is the upper end when it is not already at the root), to 10⁻⁴ relative
-    precision, then raised until the PLD's ε is at most the target (its discretised ε is a step
-    function of σ). Results are cached: cells of one job share their calibrations.
-    """
-    sigma_rdp = noise_multiplier_for_epsilon(epsilon, delta, q, steps)
-    if _check_accountant(accountant) == "rdp":
-        return sigma_rdp
-
-    # The PLD's discretisation can land above the RDP's ε at σ_RDP: the search then goes up.
-    return smallest_noise(lambda sigma: epsilon_sampled_gaussian_pld(q, sigma, steps, delta), epsilon,
-                          lo=math.log(sigma_rdp) - 0.25, hi=math.log(sigma_rdp), step=0.05, down_step=0.25,
-                          xtol=1e-4, min_noise=1e-6)
-
-
-@dataclass(frozen=True)
-class NoiseCalibration:
-    """σ (noise multiplier: noise std / clip), the ε it spends at the target δ, and how."""
-
-    noise_multiplier: float
-    epsilon_spent: float
-    accounting: str
-
-
-def calibrate_noise(privacy: Privacy, sampling_rate: float, steps: int, *, noise_multiplier: float | None = None,
-                    algorithm: str = "dp-sgd", accountant: str = "rdp") -> NoiseCalibration:
-    """The noise of ``steps`` Poisson-subsampled (rate q) Gaussian steps of sensitivity C
-    (add/remove): σ the smallest multiplier meeting the target (ε, δ) by ``accountant``
-    (:func:`calibrate_noise_multiplier`), or the given ``noise_multiplier``, in which case ε is
-    computed (the SGD-MA way). The one calibration of ``dp-sgd``, ``dp-lssgd`` and PIDP-SGD's
-    noisy steps: they cannot drift apart."""
-    _check_accountant(accountant)
-    if noise_multiplier is None:
-        if not privacy.is_private or privacy.delta <= 0:
-            raise ValueError(f"{algorithm} needs a finite epsilon and delta > 0, or an explicit noise_multiplier")
-        sigma = calibrate_noise_multiplier(float(privacy.epsilon), float(privacy.delta), sampling_rate, steps,
-                                           accountant)
-    else:
-        sigma = float(noise_multiplier)
-    spent = sampled_gaussian_epsilon(sigma, privacy.delta, sampling_rate, steps, accountant)
-    return NoiseCalibration(sigma, spent, ACCOUNTANTS[accountant])
+from ...privacy.sgd_calibration import calibrate_noise
+from ..audit_cases import canary_audit
+from ..base import FitResult, Privacy, draw_rngs
+from ..registry import register
+from .engine import PoissonSampler, run_noisy_sgd
 
 
 def check_sgd_hyper(n: int, batch_size, clip, learning_rate, epochs) -> None:
@@ -141,7 +67,7 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
     cal = calibrate_noise(privacy, q, steps, noise_multiplier=noise_multiplier, algorithm=name, accountant=accountant)
     smooth = None
     if smoothing > 0:
-        from ._smoothing import laplacian_smoother
+        from ..dp_lssgd.smoothing import laplacian_smoother
 
         smooth = laplacian_smoother(problem, smoothing)
     run = run_noisy_sgd(problem, draw_rngs(rng, draws), steps, PoissonSampler(n, q), clip=clip,
