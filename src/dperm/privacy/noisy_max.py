@@ -21,7 +21,7 @@ does not depend on k, so over the outputs it ranges over an interval of width
 general. The same scale b therefore makes it ε-*bounded-range* (Durfee & Rogers 2019), which
 implies ε-DP and ε²/8-zCDP (Cesar & Rogers 2021) — a quarter of the ε²/2 charged for an ε-DP
 selection (docs/privacy.md#bounded-range-selection; the derivation and its exact checks:
-tests/test_privacy_bounded_range.py).
+tests/privacy/test_bounded_range.py).
 
 For minimisation, NoisyMin is NoisyMax applied to −s: argmin_k (s_k − E_k). The DP-AGD reference
 code instead computes argmin_k (s_k + E_k), which is *not* ε-DP for one-sided noise

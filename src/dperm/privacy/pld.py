@@ -9,7 +9,7 @@ the dominating pair (q N(1, σ²) + (1 − q) N(0, σ²), N(0, σ²)) and of its
 with the pessimistic rounding (every δ(ε) it reports is an upper bound on the true one), composed
 T times by FFT; ε(δ) is read off the composed distribution. This is the tightest of the project's
 accountants: for q = 256/60000, σ = 1.12, T = 14,063, δ = 10⁻⁵ it gives ε ≈ 2.31, against 2.52
-for RDP with the improved conversion and 2.92 with the classic one (tests/test_privacy_pld.py).
+for RDP with the improved conversion and 2.92 with the classic one (tests/privacy/test_pld.py).
 
 ``discretization`` is the library's ``value_discretization_interval`` (its default 10⁻⁴): a
 coarser grid is faster and still an upper bound, only looser. With q = 1 the mechanism is the

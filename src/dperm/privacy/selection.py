@@ -30,7 +30,7 @@ A trial's guarantee is an :class:`RdpStatement`: ρ-zCDP ((α, αρ)-RDP at ever
 (Bun & Steinke 2016, Prop. 3.3: (1/(α − 1))·ln[(sinh(αε) − sinh((α − 1)ε))/sinh(ε)] ≤ αε²/2)
 and whose δ(ε̂) is that of randomized response, (e^ε − e^ε̂)/(1 + e^ε) — pure ε-DP mechanisms are
 dominated by it (Kairouz, Oh & Viswanath 2015). :func:`calibrate_trial` finds the largest per-trial
-budget whose selection meets a target (ε, δ). Independent checks (``tests/test_privacy_selection.py``):
+budget whose selection meets a target (ε, δ). Independent checks (``tests/privacy/test_selection.py``):
 dp-accounting's ``RepeatAndSelectDpEvent`` and the exact Rényi divergence of whole selections on
 toy bases.
 """

@@ -56,7 +56,7 @@ ln P_D(k)/P_D′(k) = δ_k/b + ln(Z′/Z) (Z, Z′ the normalisers), so over the
 * Fixed-size batches: an added row can displace one, so each score moves by a term in
   [−C_obj, C_obj] and the δ_k need not share a sign: width ≤ 2·max(1, e)·C_obj, b =
   2·max(1, e)·C_obj/ε_sel — the usual exponential-mechanism scale ε/(2Δ). The monotone scale
-  there would be only 2ε_sel-bounded-range (tests/test_privacy_bounded_range.py shows it fail).
+  there would be only 2ε_sel-bounded-range (tests/privacy/test_bounded_range.py shows it fail).
 
 Then ε_sel-bounded-range ⇒ ε_sel²/8 = ρ_nmax-zCDP, and the filter is unchanged. The records say
 so: ``hyper`` carries ``selection`` and ``accounting`` names the mechanism and its charge;

@@ -3,10 +3,9 @@ experiment's runs are drawn from that experiment, with its protocol in the capti
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from dperm.cli import main
 from dperm.experiments import dumps, figure_spec, load_paper
@@ -14,7 +13,7 @@ from dperm.report import figures
 from dperm.report.captions import figure_caption
 from dperm.report.paper_figures import figure_rows, read_summaries
 
-PAPER = Path(__file__).resolve().parents[1] / ".test" / "config" / "papers" / "lee2018.yaml"
+PAPER = REPO / ".test" / "config" / "papers" / "lee2018.yaml"
 
 
 def test_an_algorithm_keeps_its_colour_when_a_figure_leaves_others_out():

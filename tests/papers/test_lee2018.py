@@ -231,12 +231,14 @@ def test_selection_gap_is_na_when_there_is_no_clear_gap(means, reason):
 
 
 def test_selection_gap_reads_the_three_dp_agd_cells_of_figures_2_3_and_the_reference():
-    from pathlib import Path
+
+    from conftest import REPO
 
     from dperm.experiments import load_paper
     from dperm.papers.lee2018.selection import gap_cells
 
-    cells = gap_cells(load_paper(Path(__file__).parents[1] / "config" / "papers" / "lee2018.yaml"))
+
+    cells = gap_cells(load_paper(REPO / "config" / "papers" / "lee2018.yaml"))
     assert {c.algorithm for c in cells} == {"dp-agd", "dp-agd-gumbel", "dp-agd-reference"}
     assert {c.experiment for c in cells if c.algorithm == "dp-agd-reference"} == {"reference"}
     assert {c.experiment for c in cells if c.algorithm == "dp-agd-gumbel"} == {"fig2", "fig3"}

@@ -98,7 +98,7 @@ def test_sgd_adv_reference_flags_base_epsilon_above_one():
 
 # SGD-MA's ε (σ = 4, δ = 1e-8, T = STEPS) from the moments-accountant formula of Abadi et al. 2016 as the
 # DP-AGD code evaluates it (orders 1..32, ε at order 32 only), at the 5-fold training sizes Adult 39,073 /
-# BANK 36,168 / IPUMS-US 32,000 / IPUMS-BR 30,400 (tests/test_privacy_moments.py checks the same values).
+# BANK 36,168 / IPUMS-US 32,000 / IPUMS-BR 30,400 (tests/privacy/test_moments.py checks the same values).
 TABLE = {
     39_073: [0.5757, 0.5787, 0.6058, 0.8776, 1.1795],
     36_168: [0.5757, 0.5789, 0.6086, 0.9048, 1.2339],

@@ -6,7 +6,7 @@
 * a run stopped by a signal midway and run again gives the outputs an uninterrupted run gives
   (every column but the timings).
 
-A corrupted or truncated mirror file is tested in tests/test_datasets_fetch.py."""
+A corrupted or truncated mirror file is tested in tests/datasets/test_fetch.py."""
 
 from __future__ import annotations
 

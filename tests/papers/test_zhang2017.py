@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from scipy import stats
 
 from dperm.algorithms import Privacy, get_algorithm
@@ -27,7 +27,7 @@ from dperm.papers.zhang2017.tables import claims, claims_note, load_published, t
 from dperm.privacy import l2_laplace_noise
 from dperm.problem import Problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PUBLISHED = published("zhang2017", "table3.csv")
 # The paper's text, where a copy sits beside the checkout (CI has one): the published numbers are
 # checked against it; the test is skipped elsewhere.

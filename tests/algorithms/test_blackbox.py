@@ -233,7 +233,8 @@ def test_certified_counts_reach_alpha_on_every_configured_dataset(mirror):
     import sys
     from pathlib import Path
 
-    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_alg_blackbox as t; "
+    code = (f"import json, sys; sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]; "
+            "import test_blackbox as t; "
             f"from pathlib import Path; print(json.dumps(t.check_configured_counts(Path({str(mirror)!r}))))")
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
