@@ -79,7 +79,7 @@ def _cmd_run_job(args) -> None:
     from .datasets.prepare import load_prepared
     from .experiments import apply_tuning
     from .files import write_text_atomic
-    from .protocol import run_job
+    from .protocol.runner import run_job
 
     specs = load_spec(args.spec)
     specs = specs if isinstance(specs, list) else [specs]

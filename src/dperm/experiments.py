@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import ConfigError, read_yaml, validate
-from .protocol import format_epsilon
+from .protocol.settings import format_epsilon
 
 RESERVED = ("use", "profile", "label", "model_overrides")
 
@@ -39,7 +39,7 @@ class Cell:
     dataset: str
     model: str
     algorithm: str  # the paper's algorithm key, or a sweep key such as dp-agd-splits20
-    epsilon: str  # a privacy-setting token, see dperm.protocol.format_epsilon
+    epsilon: str  # a privacy-setting token, see dperm.protocol.settings.format_epsilon
 
     @property
     def job(self) -> Job:

@@ -1,6 +1,6 @@
 """Certified optima of each training fold, the reference point of ``opt_gap`` and ``excess_risk``.
 
-For every split of a cell's protocol (the same splits :func:`dperm.protocol.run_cell` uses):
+For every split of a cell's protocol (the same splits :func:`dperm.protocol.runner.run_cell` uses):
 
 * ``F_star``: min of the model's regularised objective F(w) = L(w) + (λ/2)‖w‖² (Zhang et al.'s
   "Error" is F(w_priv) − F*), with ``F_gap_bound`` ≥ F(ŵ) − F* from the solver's certificate
@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from . import solvers
-from .protocol import build_problem, make_splits, split_seed
+from .protocol.runner import build_problem
+from .protocol.seeds import split_seed
+from .protocol.splits import make_splits
 
 COLUMNS = ["fold", "repeat", "F_star", "F_gap_bound", "F_grad_norm", "L_star", "L_grad_norm", "certified"]
 
@@ -87,7 +89,7 @@ def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd
 
 def _multistart_optima(spec: dict, full, log=None) -> pd.DataFrame:
     """Best of ``multistart.starts`` L-BFGS solves per split (module docstring)."""
-    from .protocol import derive_seed
+    from .protocol.seeds import derive_seed
 
     starts, iterations = int(spec["multistart"]["starts"]), int(spec["multistart"]["iterations"])
     rows = []

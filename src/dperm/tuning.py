@@ -23,7 +23,7 @@ A non-finite validation loss (a diverged fit) ranks last. A choice at the smalle
 value of a grid of two or more values is reported in the table's ``at_edge`` column and in the
 log: the grid may be too narrow there.
 
-Both run through :func:`dperm.protocol.run_cell`, on the tuning protocol's splits. A tuning job
+Both run through :func:`dperm.protocol.runner.run_cell`, on the tuning protocol's splits. A tuning job
 receives :func:`tuning_spec`, the part of the paper config it reads, so that it reruns exactly
 when one of those values changes.
 
@@ -44,7 +44,8 @@ import numpy as np
 import pandas as pd
 
 from .experiments import experiment_models, experiment_profile, registered_name, runs_on
-from .protocol import format_epsilon, run_cell
+from .protocol.runner import run_cell
+from .protocol.settings import format_epsilon
 
 
 def tuning_spec(paper: dict, dataset: str) -> dict:

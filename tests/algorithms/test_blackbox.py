@@ -207,7 +207,7 @@ def _arrays(mirror, dataset, profile):
 
 def check_configured_counts(mirror) -> list[tuple]:
     """(dataset, μ, solver, gap, α) for every compare cell of the paper's config (its training rows)."""
-    from dperm.protocol import make_splits
+    from dperm.protocol.splits import make_splits
 
     out = []
     for dataset, profile, protocol, mu in _paper_cells():

@@ -18,7 +18,8 @@ from dperm.config import ConfigError
 from dperm.datasets import bounds, registry
 from dperm.datasets.canonical import PART
 from dperm.datasets.encode import encode, resolve_profile
-from dperm.protocol import run_cell, split_seed
+from dperm.protocol.runner import run_cell
+from dperm.protocol.seeds import split_seed
 from dperm.report.tables import summarise
 
 ADULT = registry.get("adult")

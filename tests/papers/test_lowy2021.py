@@ -46,7 +46,7 @@ def test_evaluation_reproduces_the_protocols_fits():
     """The evaluation's fits are run_cell's: same rows, seeds and hyper-parameters, so the same
     test accuracy draw by draw (cells of a row fitted together, as the protocol may)."""
     from dperm.papers.lowy2021.evaluate import evaluate
-    from dperm.protocol import run_cell
+    from dperm.protocol.runner import run_cell
 
     arrays = toy_arrays()
     specs = [spec("term", e, hyper={"tilt": 0.5, "radius": 3.0}) for e in ("1", "10")]

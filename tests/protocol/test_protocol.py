@@ -13,16 +13,11 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from dperm.protocol import (
-    RECORD_COLUMNS,
-    derive_seed,
-    format_epsilon,
-    make_splits,
-    parse_setting,
-    run_cell,
-    run_job,
-    split_seed,
-)
+from dperm.protocol.columns import RECORD_COLUMNS
+from dperm.protocol.runner import run_cell, run_job
+from dperm.protocol.seeds import derive_seed, split_seed
+from dperm.protocol.settings import format_epsilon, parse_setting
+from dperm.protocol.splits import make_splits
 
 
 @pytest.mark.parametrize("value, text", [(0.05, "0.05"), (1, "1"), (1.0, "1"), ("1.0", "1"),
@@ -40,7 +35,7 @@ def test_bad_epsilon_is_refused(bad):
 
 
 def test_seeds_do_not_depend_on_python_hash_randomisation():
-    code = "from dperm.protocol import derive_seed; print(derive_seed(7, 'lee2018', 'fig2', 'adult', 3))"
+    code = "from dperm.protocol.seeds import derive_seed; print(derive_seed(7, 'lee2018', 'fig2', 'adult', 3))"
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": h, "PYTHONPATH": str(REPO / "src")}).stdout
             for h in ("1", "2", "random")}
@@ -149,7 +144,7 @@ def test_a_path_runs_every_step_count_in_one_run_and_the_longest_as_alone():
 
 
 def test_a_row_runs_each_cell_as_it_runs_alone_on_shared_read_only_folds():
-    from dperm.protocol import _train_problem, build_problem
+    from dperm.protocol.runner import _train_problem, build_problem
 
     data = _toy()
     X_before = data["X"].copy()

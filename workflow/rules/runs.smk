@@ -54,7 +54,7 @@ rule optimum:
 rule run_job:
     """The cells of one (experiment, dataset, model, algorithm) in one process: every target ε
     of a row (DP-AGD fits them together), every step count of a path (one run, released along
-    the way), or a lone non-private cell (dperm.protocol.run_job)."""
+    the way), or a lone non-private cell (dperm.protocol.runner.run_job)."""
     input:
         unpack(job_inputs),
     output:

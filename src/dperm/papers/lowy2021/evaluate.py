@@ -46,7 +46,10 @@ def _fits(specs, arrays, log=None):
     """Yield (spec, split, train problem, test rows, seed, result, seconds) for every cell of
     ``specs`` (cells differing only in ε are fitted together when the algorithm allows it)."""
     from dperm.algorithms import Privacy, get_algorithm
-    from dperm.protocol import build_problem, fit_seed, make_splits, parse_setting, split_seed
+    from dperm.protocol.runner import build_problem
+    from dperm.protocol.seeds import fit_seed, split_seed
+    from dperm.protocol.settings import parse_setting
+    from dperm.protocol.splits import make_splits
 
     groups: dict = {}
     for spec in specs:
@@ -82,7 +85,7 @@ def _fits(specs, arrays, log=None):
 
 def _base_record(spec, split, seed, result, d, seconds):
     from dperm.algorithms import get_algorithm
-    from dperm.protocol import format_epsilon, parse_setting
+    from dperm.protocol.settings import format_epsilon, parse_setting
 
     algo = get_algorithm(spec["algorithm"])
     extra = result.extra
