@@ -16,13 +16,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/reports.smk"
 include: "workflow/rules/audit.smk"
-
-
-# One rule file per paper listed in config `papers`; each defines a rule named after the paper,
-# whose input is every output of the paper (its target). A paper not listed is not included.
-for _paper in PAPERS:
-
-    include: f"workflow/rules/papers/{_paper}.smk"
+include: "workflow/rules/products.smk"
 
 
 # Local runs: drop Snakemake's job-rate limiter (--max-jobs-per-timespan, default 100/1s). Each
@@ -44,5 +38,5 @@ rule all:
     default_target: True
     input:
         default_targets(),
-        [getattr(rules, paper).input for paper in PAPERS],
+        [paper_outputs(paper) for paper in PAPERS],
         rules.scorecard.output,

@@ -61,7 +61,7 @@ def load_config(tmp_path: Path, config: dict):
     """A paper config (a dict) written to ``tmp_path/p.yaml`` and loaded as the workflow would."""
     import yaml
 
-    from dperm.experiments import load_paper
+    from dperm.grid import load_paper
 
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -77,8 +77,8 @@ def _cmd_run_job(args) -> None:
 
     from .config import load_spec
     from .datasets.prepare import load_prepared
-    from .experiments import apply_tuning
     from .files import write_text_atomic
+    from .grid.specs import apply_tuning
     from .protocol.runner import run_job
 
     specs = load_spec(args.spec)
@@ -87,7 +87,13 @@ def _cmd_run_job(args) -> None:
     specs = [apply_tuning(spec, tuned) for spec in specs]
     arrays, _ = load_prepared(args.data)
     optima = pd.read_csv(args.optimum) if args.optimum else None
-    records = run_job(specs, arrays, optima, log=log.info)
+    data = {}
+    for item in args.extra:
+        role, _, path = item.partition("=")
+        if not role or not path:
+            raise ValueError(f"--extra takes <role>=<prepared .npz>; got {item!r}")
+        data[role] = load_prepared(path)[0]
+    records = run_job(specs, arrays, optima, log=log.info, data=data)
     write_text_atomic(args.out, records.to_csv(index=False))
     log.info("%d records -> %s", len(records), args.out)
 
@@ -204,6 +210,20 @@ def _cmd_scorecard(args) -> None:
     write_text_atomic(args.html, to_html(spec, sections, audit))
 
 
+def _cmd_product(args) -> None:
+    from .config import load_spec
+    from .papers import products
+    from .report.products import Inputs, output_paths, resolve, write
+
+    product = resolve(products(args.paper), args.product)
+    output_paths(product, args.outputs)  # before the work: a wrong output list fails at once
+    files = {role: getattr(args, role) for role in PRODUCT_ROLES}
+    inputs = Inputs(args.paper, args.product, load_spec(args.spec), args.quick, files)
+    made = product.make(inputs)
+    written = write(product, made, args.outputs, args.quick)
+    log.info("%s/%s: %d file(s) written: %s", args.paper, args.product, len(written), ", ".join(written))
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -219,22 +239,25 @@ def _cmd_info(args) -> None:
 
 
 def _cmd_check_paper(args) -> None:
-    from .experiments import cells, load_paper
+    from pathlib import Path
 
-    paper = load_paper(args.paper, quick=args.quick)
-    print(f"{args.paper}: paper {paper['paper']!r}, {len(paper['experiments'])} experiment(s), "
-          f"{len(cells(paper))} cell(s), {len(paper['figures'])} figure(s): OK")
+    from .config import read_yaml
+    from .grid import cells
+    from .papers import load, products
+
+    name = read_yaml(args.paper).get("paper", Path(args.paper).stem)
+    paper = load(name, args.paper, quick=args.quick, overlay=args.overlay)
+    print(f"{args.paper}: paper {paper.key!r}, {len(paper.experiments)} experiment(s), {len(cells(paper))} cell(s), "
+          f"{len(paper.figures)} figure(s), {len(products(paper.key))} product(s): OK")
 
 
-# Sub-commands of this module (the paper plugins add theirs): a job running one of these does
-# not import the paper plugins.
-CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-job", "cut-cell", "optimum", "summarise",
-                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table", "scorecard"})
+#: what a product reads, one option each (dperm.report.products.Reads)
+PRODUCT_ROLES = ("cells", "summaries", "tables", "prepared", "provenance", "datasets")
 
 
-def build_parser(papers: bool = True) -> argparse.ArgumentParser:
-    """The full parser; ``papers=False`` leaves out the paper plugins' sub-commands (importing
-    them costs time every one of hundreds of pipeline jobs would pay)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every sub-command (no paper has commands of its own: a paper's tables and
+    figures are built by the one ``product`` verb)."""
     parser = argparse.ArgumentParser(prog="dperm", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -270,6 +293,8 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="prepared .npz")
     p.add_argument("--tuning", default=None, help="the paper's tuning choices .json (cells that use them)")
     p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")
+    p.add_argument("--extra", action="append", default=[],
+                   help="<role>=<prepared .npz>: other data the cells' metric hooks read (repeatable)")
     p.add_argument("--out", required=True, help="records .csv")
     p.set_defaults(func=_cmd_run_job)
 
@@ -302,7 +327,7 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("figure", help="draw one declared figure of a paper from experiment summaries")
-    p.add_argument("--spec", required=True, help="the figure spec as JSON (dperm.experiments.figure_spec)")
+    p.add_argument("--spec", required=True, help="the figure spec as JSON (dperm.grid.figure_spec)")
     p.add_argument("--summary", nargs="+", required=True,
                    help="summary .csv of the figure's experiment and of any it borrows from (<experiment>.csv)")
     p.add_argument("--png", required=True)
@@ -312,6 +337,8 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("check-paper", help="check a paper config (schema, names, grids) without running it")
     p.add_argument("paper", help="config/papers/<paper>.yaml")
     p.add_argument("--quick", action="store_true", help="check it with its quick section merged in")
+    p.add_argument("--overlay", default=None,
+                   help="an overlay file merged over it (e.g. .test/config/papers/<paper>.yaml)")
     p.set_defaults(func=_cmd_check_paper)
 
     p = sub.add_parser("audit-subject", help="black-box privacy audit of one algorithm or mutant (dperm.audit)")
@@ -342,13 +369,16 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--html", required=True)
     p.set_defaults(func=_cmd_scorecard)
 
-    if papers:
-        from .papers import names, plugin
-
-        for name in names():
-            add = getattr(plugin(name), "add_cli", None)
-            if add is not None:
-                add(sub)
+    p = sub.add_parser("product", help="build one declared product of a paper (its tables and figures)")
+    p.add_argument("paper", help="the paper key (src/dperm/papers/<paper>/)")
+    p.add_argument("product", help="a product the paper declares in PRODUCTS")
+    p.add_argument("--spec", default="{}", help="the configuration values the product reads, as JSON (or @file)")
+    for role in PRODUCT_ROLES:
+        p.add_argument(f"--{role}", nargs="*", default=[], help=f"the product's {role} input files")
+    p.add_argument("--outputs", nargs="+", required=True,
+                   help="every file it writes: <table>.csv and .md of each table, <figure>.png and .pdf of each figure")
+    p.add_argument("--quick", action="store_true", help="say in every note, title and caption that this is a quick run")
+    p.set_defaults(func=_cmd_product)
 
     p = sub.add_parser("info", help="versions, thread settings, known datasets and papers")
     p.set_defaults(func=_cmd_info)
@@ -367,7 +397,7 @@ def main(argv=None) -> int:
         print(f"dperm: --threads must be >= 1, got {known.threads}", file=sys.stderr)
         return 2
     pin_threads(known.threads)
-    args = build_parser(papers=known.command not in CORE_COMMANDS).parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from .datasets.fetch import FetchError

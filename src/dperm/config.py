@@ -86,9 +86,15 @@ def _message(error) -> str:
 def validate(instance: dict, name: str, source: str) -> dict:
     """``instance`` checked against schema ``name``, defaults filled in place (and returned).
     Raises :class:`ConfigError` listing every violation as ``source: key: problem``."""
+    return validate_against(instance, schema(name), source)
+
+
+def validate_against(instance: dict, schema_: dict, source: str) -> dict:
+    """``instance`` checked against the JSON schema ``schema_`` (a plugin's, say), defaults filled
+    in place (and returned); violations as in :func:`validate`."""
     if not isinstance(instance, dict):
         raise ConfigError(f"{source}: expected a mapping of keys to values, got {_short(instance)}")
-    validator = _validator_class()(schema(name))
+    validator = _validator_class()(schema_)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
     if errors:
         lines = [f"{source}: {_where(e)}: {_message(e)}" for e in errors]

@@ -43,25 +43,47 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .experiments import experiment_models, experiment_profile, registered_name, runs_on
 from .protocol.runner import run_cell
 from .protocol.settings import format_epsilon
 
 
-def tuning_spec(paper: dict, dataset: str) -> dict:
-    """The part of a paper config the tuning of ``dataset`` reads: the tuning section, the tuned
-    experiments, the models and the algorithms (a paper-shaped dict :func:`tune` accepts)."""
-    tuning = paper["tuning"]
+def tuning_spec(paper, dataset: str | None) -> dict:
+    """The part of a paper config (:class:`dperm.grid.Paper`) the tuning of ``dataset`` reads: the
+    tuning section, the tuned experiments, the models and the algorithms, as the JSON-able
+    paper-shaped mapping every function below takes (a tuning job receives it as its spec)."""
     read = ("datasets", "models", "dataset_models", "algorithm_models", "algorithms", "delta", "profile",
             "model_overrides")
-    experiments = {name: {k: copy.deepcopy(v) for k, v in paper["experiments"][name].items() if k in read}
-                   for name in tuning["experiments"]}
-    return {"paper": paper["paper"], "tuning": copy.deepcopy(tuning), "models": copy.deepcopy(paper["models"]),
-            "algorithms": copy.deepcopy(paper["algorithms"]), "dataset": dataset, "experiments": experiments}
+    experiments = {name: {k: copy.deepcopy(v) for k, v in paper.experiments[name].raw.items() if k in read}
+                   for name in paper.tuning.experiments}
+    return {"paper": paper.key, "tuning": copy.deepcopy(paper.tuning.raw), "models": copy.deepcopy(paper.models),
+            "algorithms": copy.deepcopy(paper.algorithms), "dataset": dataset, "experiments": experiments}
+
+
+def as_spec(paper) -> dict:
+    """``paper`` as the paper-shaped mapping the functions below read: a tuning spec is returned
+    as it is, a :class:`dperm.grid.Paper` turned into its tuning spec (every dataset)."""
+    return paper if isinstance(paper, dict) else tuning_spec(paper, None)
+
+
+def registered_name(paper: dict, key: str) -> str:
+    return paper["algorithms"][key].get("use", key)
+
+
+def experiment_models(exp: dict, dataset: str) -> list[str]:
+    return exp.get("dataset_models", {}).get(dataset, exp["models"])
+
+
+def runs_on(exp: dict, key: str, model: str) -> bool:
+    return model in exp.get("algorithm_models", {}).get(key, [model])
+
+
+def experiment_profile(paper: dict, experiment: str, algorithm: str) -> str:
+    return paper["algorithms"][algorithm].get("profile") or paper["experiments"][experiment]["profile"]
 
 
 def tuned_algorithms(paper: dict) -> list[str]:
     """Registered algorithms the tuning grid runs (NonPrivate for λ, each hyper block's own)."""
+    paper = as_spec(paper)
     tuning = paper["tuning"]
     keys = (["nonprivate"] if "l2" in tuning else []) + [b["algorithm"] for b in tuning.get("hyper", [])]
     return [registered_name(paper, k) if k in paper["algorithms"] else k for k in keys]
@@ -69,12 +91,14 @@ def tuned_algorithms(paper: dict) -> list[str]:
 
 def tuning_profile(paper: dict, experiment: str) -> str:
     """The profile an experiment's choices are made on (its ``profile``; module docstring)."""
+    paper = as_spec(paper)
     return paper["experiments"][experiment]["profile"]
 
 
 def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
     """(dataset, model, experiment) for every (dataset, model, tuning profile) the tuned
     experiments use (the first experiment of each wins)."""
+    paper = as_spec(paper)
     seen, out = set(), []
     for name in paper["tuning"]["experiments"]:
         exp = paper["experiments"][name]
@@ -88,12 +112,14 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
 def runs_with(paper: dict, key: str, dataset: str, model: str, profile: str | None = None) -> bool:
     """Whether algorithm ``key`` runs on (dataset, model) in one of the tuned experiments (of
     tuning profile ``profile``, when given)."""
+    paper = as_spec(paper)
     return any(key in exp["algorithms"] and dataset in exp["datasets"] and model in experiment_models(exp, dataset)
                and runs_on(exp, key, model) and profile in (None, exp["profile"])
                for name, exp in paper["experiments"].items() if name in paper["tuning"]["experiments"])
 
 
 def needed_profiles(paper: dict, experiment: str, dataset: str, model: str) -> set[str]:
+    paper = as_spec(paper)
     tuning = paper["tuning"]
     keys = [b["algorithm"] for b in tuning.get("hyper", [])
             if runs_with(paper, b["algorithm"], dataset, model, tuning_profile(paper, experiment))]
@@ -103,7 +129,7 @@ def needed_profiles(paper: dict, experiment: str, dataset: str, model: str) -> s
 
 def _spec(paper, experiment, dataset, model, key, l2, hyper, epsilon, seed):
     exp = paper["experiments"][experiment]
-    from .experiments import RESERVED
+    from .grid.specs import RESERVED
 
     algo = {k: v for k, v in paper["algorithms"].get(key, {}).items() if k not in RESERVED}
     return {"paper": paper["paper"], "experiment": f"tuning-{experiment}", "dataset": dataset,
@@ -155,6 +181,7 @@ def grid_edges(grid: dict, point: dict) -> str:
 def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None,
          log: Callable[[str], None] = lambda message: None) -> tuple[dict, pd.DataFrame]:
     """Run the paper's tuning grid; return (choices, one row per grid point)."""
+    paper = as_spec(paper)
     tuning = paper["tuning"]
     criterion = tuning.get("criterion", "validation-loss")
     chosen, rows = {}, []

@@ -170,18 +170,18 @@ def _paper_cells():
     from conftest import REPO
 
     from dperm.config import read_yaml
-    from dperm.experiments import load_paper
+    from dperm.grid import load_paper
 
     paper = load_paper(REPO / "config" / "papers" / "lowy2021.yaml")
     profiles = read_yaml(REPO / "config" / "config.yaml")["profiles"]
     out = []
-    for name in paper["analyses"]["compare"]["experiments"]:
-        exp = paper["experiments"][name]
-        for dataset in exp["datasets"]:
-            for model in exp["models"]:
-                mu = paper["models"][model]["l2"]
+    for name in paper.analyses["compare"]["experiments"]:
+        exp = paper.experiments[name]
+        for dataset in exp.datasets:
+            for model in exp.models:
+                mu = paper.models[model]["l2"]
                 if mu > 0:
-                    out.append((dataset, profiles[exp["profile"]], exp["protocol"], mu))
+                    out.append((dataset, profiles[exp.profile], exp.protocol, mu))
     return sorted(set((d, repr(p), repr(q), m) for d, p, q, m in out))
 
 

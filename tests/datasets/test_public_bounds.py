@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import load_config, mirrored_table
 
-from dperm import experiments as ex
+from dperm import grid as ex
 from dperm.config import ConfigError
 from dperm.datasets import bounds, registry
 from dperm.datasets.canonical import PART

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import REPO, load_config
 
-from dperm import experiments as ex
+from dperm import grid as ex
+from dperm.config import ConfigError
 
 BASE = {
     "paper": "p",
@@ -96,7 +97,7 @@ def test_a_swept_value_of_zero_is_its_own_cell_and_repeats_are_refused(tmp_path)
     paper = _load(tmp_path, config)
     assert [c.algorithm for c in ex.cells(paper, ["s"])] == ["dp-sgd-learningrate0", "dp-sgd-learningrate0.5"]
     config["experiments"]["s"]["sweep"]["values"] = [2, 2.0]
-    with pytest.raises(ex.ConfigError, match="same cell twice"):
+    with pytest.raises(ConfigError, match="same cell twice"):
         _load(tmp_path, config)
 
 
@@ -116,10 +117,35 @@ def test_bad_grids_are_refused_with_the_allowed_values(tmp_path, change, message
         _load(tmp_path, config)
 
 
-def test_shipped_paper_configs_load():
-    for path in sorted((REPO / "config" / "papers").glob("*.yaml")) + [REPO / ".test/config/papers/demo.yaml"]:
+def test_shipped_paper_configs_load_alone_and_with_their_ci_overlays():
+    for path in sorted((REPO / "config" / "papers").glob("*.yaml")):
         paper = ex.load_paper(path)
-        assert paper["paper"] == path.stem and ex.cells(paper)
+        assert paper.key == path.stem and ex.cells(paper)
+        overlay = REPO / ".test" / "config" / "papers" / path.name
+        assert overlay.is_file(), f"every paper has a CI overlay: {overlay}"
+        ci = ex.load_paper(path, overlay=overlay)
+        assert ex.cells(ci) and ci != paper
+        assert "with the overlay" in ci.source
+
+
+def test_an_overlay_merges_key_by_key_and_null_removes(tmp_path):
+    import copy
+
+    import yaml
+
+    base = tmp_path / "p.yaml"
+    config = copy.deepcopy(BASE)
+    config["experiments"]["other"] = copy.deepcopy(config["experiments"]["e"])
+    base.write_text(yaml.safe_dump(config))
+    overlay = tmp_path / "o.yaml"
+    overlay.write_text(yaml.safe_dump({"experiments": {"other": None, "e": {"protocol": {"folds": 3}}}}))
+    paper = ex.load_paper(base, overlay=overlay)
+    assert list(paper.experiments) == ["e"]
+    assert paper.experiments["e"].protocol["folds"] == 3
+    assert paper.experiments["e"].protocol["kind"] == config["experiments"]["e"]["protocol"]["kind"]
+    overlay.write_text(yaml.safe_dump({"paper": "another"}))
+    with pytest.raises(ConfigError, match="overlays paper 'another'"):
+        ex.load_paper(base, overlay=overlay)
 
 
 def test_dataset_models_narrow_the_models_per_dataset(tmp_path):
@@ -159,8 +185,8 @@ def test_optima_are_solved_unless_the_paper_turns_them_off(tmp_path):
     config = copy.deepcopy(BASE)
     config["models"]["mlp"] = {"loss": "mlp", "l2": 0.0}
     paper = _load(tmp_path, config)
-    assert paper["optimum"] == {"solve": True, "unregularised": True, "multistart": 0,
-                                "multistart_iterations": 200}  # schema defaults
+    assert paper.optimum == ex.Optimum(solve=True, unregularised=True, multistart=0,
+                                       multistart_iterations=200)  # schema defaults
     assert ex.solves_optimum(paper, "lr") and not ex.solves_optimum(paper, "mlp")
     config["optimum"] = {"multistart": 3, "multistart_iterations": 50}  # non-convex: multi-start solves
     multi = _load(tmp_path, config)

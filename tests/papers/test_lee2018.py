@@ -234,7 +234,7 @@ def test_selection_gap_reads_the_three_dp_agd_cells_of_figures_2_3_and_the_refer
 
     from conftest import REPO
 
-    from dperm.experiments import load_paper
+    from dperm.grid import load_paper
     from dperm.papers.lee2018.selection import gap_cells
 
 
@@ -251,21 +251,21 @@ def test_end_to_end_searches_the_grids_the_tuning_step_searches():
     tuning step searches for its base (λ for all, OutPert's T and step size too)."""
     from conftest import REPO
 
-    from dperm.experiments import load_paper
+    from dperm.grid import load_paper
     from dperm.papers.lee2018.private_tuning import table_spec
 
     paper = load_paper(REPO / "config" / "papers" / "lee2018.yaml")
     pairs = table_spec(paper)["pairs"]
     assert set(pairs.values()) == {"dp-agd", "objpert", "outpert"}
-    tuning = paper["tuning"]
+    tuning = paper.tuning
     for key, base in pairs.items():
-        grid = paper["algorithms"][key]["grid"]
-        expected = {"l2": tuning["l2"]["grid"]} if base in tuning["l2"]["algorithms"] else {}
-        for block in tuning.get("hyper", []):
-            if block["algorithm"] == base:
-                expected.update(block["grid"])
+        grid = paper.algorithms[key]["grid"]
+        expected = {"l2": list(tuning.l2_grid)} if base in tuning.l2_algorithms else {}
+        for block in tuning.hyper:
+            if block.algorithm == base:
+                expected.update(block.grid)
         assert grid == expected, (key, grid, expected)
-        assert paper["algorithms"][key].get("profile") == paper["algorithms"][base].get("profile")
+        assert paper.algorithms[key].get("profile") == paper.algorithms[base].get("profile")
 
 
 def _summary_row(algorithm, eps, mean, std, n):

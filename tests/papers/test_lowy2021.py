@@ -1,10 +1,9 @@
-"""The lowy2021 plugin: its evaluation reproduces the protocol's fits, its metrics, the rate
-slopes, the claims rules; and the solver options it added (projected Nesterov, SGD's average of
-the evaluated points)."""
+"""The lowy2021 plugin: its experiments ask the protocol for their metrics, the rate slopes, the
+claims rules; and the solver options it added (projected Nesterov, SGD's average of the
+evaluated points)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -14,86 +13,6 @@ import pytest
 from dperm import solvers
 from dperm.losses import Logistic
 from dperm.problem import Problem
-
-
-def spec(algorithm, epsilon="1", *, hyper=None, delta=0.0, draws=3, experiment="term", cell=None,
-         protocol=None):
-    return {"paper": "lowy2021", "experiment": experiment, "dataset": "toy", "profile": "default",
-            "model": {"name": "lr", "loss": "logistic", "l2": 0.05}, "algorithm": algorithm,
-            "cell_algorithm": cell or algorithm, "hyper": hyper or {}, "sweep": "", "epsilon": epsilon,
-            "delta": delta, "protocol": protocol or {"kind": "holdout", "test_fraction": 0.25, "repeats": 2,
-                                                     "draws": draws},
-            "seed": 7, "tuning": "private"}
-
-
-def toy_arrays(n=120, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 5)) / 2
-    X[:, 0] = 0.5
-    sex = rng.random(n) < 0.4
-    race = rng.integers(3, size=n)
-    X[:, 1], X[:, 2] = sex, ~sex
-    X[:, 3] = race == 0
-    X[:, 4] = race != 0
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y01 = (rng.random(n) < 1 / (1 + np.exp(-3 * X[:, 1] + X[:, 3]))).astype(np.int8)
-    columns = np.array(["bias", "sex=Female", "sex=Male", "race=Black", "race=White"])
-    return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "columns": columns,
-            "preprocessing": np.array("data-dependent")}
-
-
-def test_evaluation_reproduces_the_protocols_fits():
-    """The evaluation's fits are run_cell's: same rows, seeds and hyper-parameters, so the same
-    test accuracy draw by draw (cells of a row fitted together, as the protocol may)."""
-    from dperm.papers.lowy2021.evaluate import evaluate
-    from dperm.protocol.runner import run_cell
-
-    arrays = toy_arrays()
-    specs = [spec("term", e, hyper={"tilt": 0.5, "radius": 3.0}) for e in ("1", "10")]
-    records = evaluate(specs, arrays, {"kind": "groups", "group_by": ["sex", "race"]})
-    for s in specs:
-        ours = records[records["setting"] == s["epsilon"]].sort_values(["repeat", "draw"])
-        generic = run_cell(s, arrays).sort_values(["repeat", "draw"])
-        np.testing.assert_allclose(ours["accuracy"].to_numpy(float), generic["accuracy"].to_numpy(float), rtol=0,
-                                   atol=0)
-        assert list(ours["seed"]) == list(generic["seed"])
-    assert set(records["n_groups"]) == {4}
-    assert (records["worst_group_accuracy"] <= records["accuracy"] + 1e-12).all()
-    assert (records["worst_group_loss"] >= records["test_loss"] - 1e-12).all()
-
-
-def test_group_masks_split_rows_by_one_hot_attributes():
-    from dperm.papers.lowy2021.evaluate import group_masks
-
-    arrays = toy_arrays()
-    masks = group_masks(arrays["columns"], arrays["X"], ["sex", "race"])
-    assert set(masks) == {"sex=Female & race=Black", "sex=Female & race=White", "sex=Male & race=Black",
-                          "sex=Male & race=White"}
-    assert sum(m.sum() for m in masks.values()) == len(arrays["X"])
-    with pytest.raises(ValueError, match="education"):
-        group_masks(arrays["columns"], arrays["X"], ["education"])
-
-
-def test_robust_and_population_evaluations():
-    from dperm.papers.lowy2021.evaluate import evaluate, population_arrays
-
-    arrays = toy_arrays(n=200)
-    robust = evaluate([spec("adv", "2", hyper={"radius": 0.1}, experiment="adv")], arrays,
-                      {"kind": "robust", "test_radii": [0, 0.1, 0.5]})
-    assert (robust["robust_accuracy_0"] >= robust["robust_accuracy_0.1"]).all()
-    assert (robust["robust_accuracy_0.1"] >= robust["robust_accuracy_0.5"]).all()
-    full = {"kind": "full", "repeats": 1, "draws": 4}
-    train = {k: v[:150] for k, v in arrays.items() if k not in ("columns", "preprocessing")}
-    train["columns"], train["preprocessing"] = arrays["columns"], arrays["preprocessing"]
-    population = population_arrays(arrays, "01", 150)
-    records = evaluate([spec("outpert-exact", "1", protocol=full, experiment="rates-pure"),
-                        spec("nonprivate", "inf", protocol=full, experiment="rates-pure")], train,
-                       {"kind": "population"}, population)
-    private = records[records["algorithm"] == "outpert-exact"]
-    assert (private["excess_risk"] > 0).all() and private["population_excess_risk"].notna().all()
-    nonprivate = records[records["algorithm"] == "nonprivate"]
-    assert abs(float(nonprivate["excess_risk"].iloc[0])) < 1e-10
-    assert (records["curvature"] > 0.05).all()  # ≥ μ
 
 
 def test_rate_slopes_recover_a_power_law():
@@ -133,23 +52,23 @@ def test_claims_rules_decide_from_the_tables():
     assert claims.solver_speed(slow)["verdict"].startswith("does not hold")
 
 
-def test_evaluation_jobs_cover_the_configured_experiments():
+def test_the_rates_term_and_adv_experiments_ask_the_protocol_for_their_metrics():
+    """Their fits are ordinary cells; the metrics the figures need come from the protocol's hooks
+    (population excess only where the training rows are a prefix of the population stream)."""
     from conftest import REPO
 
-    from dperm.experiments import load_paper
-    from dperm.papers import lowy2021
+    from dperm.grid import cell_spec, cells, load_paper
+    from dperm.protocol.metric_hooks import data_needs
 
     paper = load_paper(REPO / "config" / "papers" / "lowy2021.yaml")
-    jobs = lowy2021.evaluation_jobs(paper, 2018)
-    rates = {d for (a, d) in jobs if a == "rates"}
-    assert rates == set(paper["experiments"]["rates-pure"]["datasets"])
-    with_population = {d for (a, d), job in jobs.items() if job["population"]}
-    assert with_population == {d for d in rates if d.endswith("-d20")}
-    term = jobs[("term", "adult")]
-    assert {s["hyper"]["tilt"] for s in term["specs"]} == {0, 0.1, 0.5, 1, 2}
-    assert json.loads(json.dumps(term["analysis"]))["kind"] == "groups"
-    assert lowy2021.evaluated_files(paper, "adv") == ["results/lowy2021/evaluate/adv/adult.csv",
-                                                      "results/lowy2021/evaluate/adv/synthetic-logistic-n50000-d20.csv"]
+    for name in ("rates-pure", "rates-approx"):
+        assert set(paper.experiments[name].metrics) == {"population", "curvature"}
+    assert paper.experiments["term"].metrics == {"groups": {"group_by": ["sex", "race"]}}
+    assert all("robust" in paper.experiments[e].metrics for e in paper.analyses["adv"]["experiments"])
+    needs = {c.dataset: data_needs(cell_spec(paper, c, 2018)) for c in cells(paper, ["rates-pure"])}
+    assert {d for d, n in needs.items() if n} == {d for d in needs if d.endswith("-d20")}
+    assert set(needs["synthetic-logistic-n1000-d20"]["population"]) == {"synthetic-logistic-n1000000-d20",
+                                                                          "unit-clip"}
 
 
 # -- solver options -----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The plugin layout holds: generic files name no paper, every paper has its three files, and no
-package reaches into another's private names."""
+"""The plugin layout holds: generic files name no paper, a paper is its config and its package
+(its products declared once, each output with a caption; no rule file, no CLI glue: a new paper
+shown end to end), and no package reaches into another's private names."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, copy_workflow, snakemake_env
 
 from dperm import papers
 
@@ -89,13 +90,92 @@ def test_the_check_can_fail(tmp_path):
 
 
 @pytest.mark.parametrize("key", sorted(p.stem for p in (REPO / "config" / "papers").glob("*.yaml")))
-def test_every_configured_paper_has_its_package_and_rule_file(key):
+def test_every_configured_paper_is_a_package_whose_outputs_have_captions(key):
     assert key in papers.names(), f"config/papers/{key}.yaml has no package src/dperm/papers/{key}/"
-    rules = REPO / "workflow" / "rules" / "papers" / f"{key}.smk"
-    assert rules.is_file(), f"paper {key!r} has no rule file {rules}"
-    assert re.search(rf"^rule {key}:", rules.read_text(), re.M), f"{rules} defines no rule named {key!r}"
     plugin = papers.plugin(key)
     assert isinstance(getattr(plugin, "TITLE", None), str) and plugin.TITLE
+    for product in papers.products(key):
+        assert product.outputs, f"{key}/{product.name} declares no output"
+        for output in product.outputs:
+            assert papers.caption(key, product, output).is_file()
+    assert not hasattr(plugin, "add_cli"), "a paper has no CLI glue: the one product verb builds its products"
+    assert not (REPO / "workflow" / "rules" / "papers").exists(), "no rule file per paper: products.smk is generic"
+
+
+def test_declarations_are_checked():
+    from dperm.report.products import Made, Product, Reads, check, check_declarations
+
+    make = lambda inputs: Made()  # noqa: E731
+    with pytest.raises(ValueError, match="product names"):
+        check_declarations("p", [Product("a", make, tables=("t",)), Product("a", make, tables=("u",))])
+    with pytest.raises(ValueError, match="table names"):
+        check_declarations("p", [Product("a", make, tables=("t",)), Product("b", make, tables=("t",))])
+    with pytest.raises(ValueError, match="no product makes"):
+        check_declarations("p", [Product("a", make, tables=("t",), reads=Reads(tables=("missing",)))])
+    check_declarations("p", [Product("a", make, tables=("t",), figures=("t",))])  # a table and a figure may share
+    with pytest.raises(ValueError, match="declares tables"):
+        check(Product("a", make, tables=("t",)), Made())
+
+
+NEW_PAPER_PACKAGE = '''"""A paper that exists only for a test: one product reading a summary."""
+
+TITLE = "A new paper"
+
+
+def _best(inputs):
+    import matplotlib.pyplot as plt
+
+    from dperm.report.products import Made, Table
+
+    summary = inputs.summary("run")
+    table = summary[["algorithm", "setting", "accuracy_mean", "accuracy_n"]]
+    figure, ax = plt.subplots()
+    ax.plot(range(len(table)), table["accuracy_mean"])
+    return Made(tables={"best": Table(table, "Accuracy per cell.")}, figures={"best": figure})
+
+
+def _products():
+    from dperm.report.products import Product, Reads
+
+    return (Product("best", make=_best, tables=("best",), figures=("best",), reads=Reads(summaries=("run",))),)
+
+
+PRODUCTS = _products()
+'''
+NEW_PAPER = {
+    "paper": "newpaper", "title": "a new paper",
+    "models": {"lr": {"loss": "logistic", "l2": 0.01}},
+    "algorithms": {"nonprivate": {}, "majority": {}, "dp-sgd": {"epochs": 1, "batch_size": 32}},
+    "experiments": {"run": {"datasets": ["synthetic-logistic-n300-d3"], "models": ["lr"],
+                            "algorithms": ["nonprivate", "majority", "dp-sgd"], "epsilons": [1.0], "delta": 1e-5,
+                            "profile": "unit-clip", "protocol": {"kind": "kfold", "folds": 2, "draws": 1}}},
+    "optimum": {"solve": False},
+}
+
+
+@pytest.mark.slow
+def test_a_new_paper_needs_its_config_and_its_package_only(tmp_path, mirror):
+    """Drop a package and a config into a copy of the workflow: its product gets a rule, its
+    target builds the table and the figure, the report lists them; no rule file, no CLI code."""
+    import subprocess
+    import sys
+
+    copy_workflow(tmp_path)
+    package = tmp_path / "src" / "dperm" / "papers" / "newpaper"
+    (package / "captions").mkdir(parents=True)
+    (package / "__init__.py").write_text(NEW_PAPER_PACKAGE)
+    (package / "captions" / "best.rst").write_text("Accuracy per cell of the new paper.\n")
+    (tmp_path / "config" / "papers" / "newpaper.yaml").write_text(yaml.safe_dump(NEW_PAPER))
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(papers=["newpaper"], datasets=[], data={"download": "never", "mirror": None, "timeout": 60})
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(config))
+    run = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "newpaper", "--configfile", "test.yaml"],
+                         cwd=tmp_path, env=snakemake_env(mirror), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "newpaper_best" in run.stderr + run.stdout  # the generated rule ran
+    table = (tmp_path / "results" / "tables" / "newpaper" / "best.md").read_text()
+    assert table.startswith("Accuracy per cell.") and "dp-sgd" in table
+    assert (tmp_path / "figures" / "newpaper" / "best.png").stat().st_size > 1000
 
 
 def _private_imports(path: Path):

@@ -18,7 +18,7 @@ from scipy import stats
 from dperm.algorithms import Privacy, get_algorithm
 from dperm.algorithms.bassily import batch_gradient, noisy_sgd_calibration
 from dperm.algorithms.outpert import gd_endpoint, theory
-from dperm.experiments import cells, experiment_models, load_paper
+from dperm.grid import cells, load_paper
 from dperm.losses import MLP, Huber, Logistic
 from dperm.papers import published
 from dperm.papers.zhang2017 import DATASET_SHAPES
@@ -219,26 +219,27 @@ def test_rrpsgd_table_summarises_the_metric_and_keeps_the_bound():
 
 # -- configs ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["config/papers/zhang2017.yaml", ".test/config/papers/zhang2017.yaml"])
-def test_paper_configs_load_and_declare_one_D_per_dataset(path):
-    paper = load_paper(ROOT / path)
-    assert paper["paper"] == "zhang2017"
-    assert {m: paper["models"][m]["l2"] for m in paper["models"]} == {
+@pytest.mark.parametrize("overlay", [None, ".test/config/papers/zhang2017.yaml"])
+def test_paper_configs_load_and_declare_one_D_per_dataset(overlay):
+    path = "config/papers/zhang2017.yaml"
+    paper = load_paper(ROOT / path, overlay=ROOT / overlay if overlay else None)
+    assert paper.key == "zhang2017"
+    assert {m: paper.models[m]["l2"] for m in paper.models} == {
         "lr-mu0": 0.0, "lr-mu0.1": 0.1, "huber-mu0": 0.0, "huber-mu0.5": 0.5, "mlp": 0.0}
-    for name in paper["analyses"]["table3"]["experiments"]:
-        exp = paper["experiments"][name]
-        assert exp["delta"] == 1e-3 and exp["protocol"]["kind"] == "full"
-        for dataset in exp["datasets"]:
-            for model in experiment_models(exp, dataset):
-                assert paper["models"][model]["l2"] in MU[dataset]
-            hyper = exp["per_dataset"][dataset]
+    for name in paper.analyses["table3"]["experiments"]:
+        exp = paper.experiments[name]
+        assert exp.delta == 1e-3 and exp.protocol["kind"] == "full"
+        for dataset in exp.datasets:
+            for model in exp.models_on(dataset):
+                assert paper.models[model]["l2"] in MU[dataset]
+            hyper = exp.per_dataset[dataset]
             assert hyper["outpert-gd"]["solution_bound"] == hyper["bassily-sgd"]["radius"] > 0
-    if path.startswith("config"):
-        assert list(paper["experiments"])[0] == "table3"
+    if overlay is None:
+        assert list(paper.experiments)[0] == "table3"
         assert len(cells(paper, ["table3"])) == 80  # 5 datasets × 2 μ × 2 algorithms × 4 ε
-        assert not paper["experiments"]["runtime-bassily"]["default_target"]
-        assert paper["experiments"]["runtime-bassily"]["hyper"]["bassily-sgd"]["max_steps"] is None  # uncapped
-        assert all(paper["experiments"][e]["protocol"]["draws"] == 100 for e in paper["analyses"]["table3"]["experiments"])
+        assert not paper.experiments["runtime-bassily"].default_target
+        assert paper.experiments["runtime-bassily"].hyper["bassily-sgd"]["max_steps"] is None  # uncapped
+        assert all(paper.experiments[e].draws == 100 for e in paper.analyses["table3"]["experiments"])
 
 
 # -- "done when": sensitivity at the Table 3 settings, T formulas, noise samplers ----------------------

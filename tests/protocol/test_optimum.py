@@ -74,7 +74,7 @@ def test_compute_optima_certifies_every_fold_and_L_star_is_below_F_star():
 def test_unregularised_optimum_is_skipped_when_the_paper_turns_it_off():
     """Papers without opt_gap set optimum.unregularised: false; F* is unchanged, L* is NaN, and
     the spec (hence Snakemake's params) changes only for those papers."""
-    from dperm import experiments
+    from dperm import grid as experiments
     from dperm.optimum import compute_optima
 
     X, y = _data(n=400, p=5, seed=4)

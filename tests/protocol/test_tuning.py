@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
-from dperm import experiments as ex
+from dperm import grid as ex
+from dperm.config import ConfigError
 from dperm.tuning import tune
 
 
@@ -47,10 +48,9 @@ def test_tuning_picks_the_informative_lambda_and_enough_epochs(tmp_path):
 def test_a_grid_runs_only_where_its_algorithm_does(tmp_path):
     import copy
 
-    from dperm.tuning import needed_profiles, runs_with
+    from dperm.tuning import as_spec, needed_profiles, runs_with
 
-    paper = _paper(tmp_path)
-    config = copy.deepcopy(paper)
+    config = copy.deepcopy(as_spec(_paper(tmp_path)))
     config["experiments"]["e2"] = {**copy.deepcopy(config["experiments"]["e"]), "datasets": ["bike"],
                                    "algorithms": ["nonprivate"]}
     config["tuning"]["experiments"].append("e2")
@@ -94,7 +94,9 @@ def _imbalanced(n=900, seed=3):
 
 
 def test_validation_loss_separates_settings_that_tie_in_accuracy(tmp_path):
-    paper, data = _paper(tmp_path), _imbalanced()
+    from dperm.tuning import as_spec
+
+    paper, data = as_spec(_paper(tmp_path)), _imbalanced()
     paper["tuning"] = {**paper["tuning"], "l2": {"grid": [1e-4, 10.0], "algorithms": []}, "hyper": []}
     by_loss, grid = tune(paper, lambda dataset, profile: data, seed=1)
     assert grid["mean_accuracy"].nunique() == 1  # an exact tie in accuracy
@@ -135,5 +137,5 @@ def test_an_algorithm_with_two_grid_blocks_is_refused_at_load_time(tmp_path):
     block = config["tuning"]["hyper"][0]
     config["tuning"]["hyper"].append({**block, "grid": {"epochs": [1, 2]}})
     path.write_text(yaml.safe_dump(config))
-    with pytest.raises(ex.ConfigError, match=r"tuning.hyper.*\['dp-sgd'\] have more than one grid block"):
+    with pytest.raises(ConfigError, match=r"tuning.hyper.*\['dp-sgd'\] have more than one grid block"):
         ex.load_paper(path)

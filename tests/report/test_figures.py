@@ -8,12 +8,13 @@ import pytest
 from conftest import REPO
 
 from dperm.cli import main
-from dperm.experiments import dumps, figure_spec, load_paper
+from dperm.grid import dumps, figure_spec, load_paper
 from dperm.report import figures
 from dperm.report.captions import figure_caption
 from dperm.report.paper_figures import figure_rows, read_summaries
 
-PAPER = REPO / ".test" / "config" / "papers" / "lee2018.yaml"
+PAPER = REPO / "config" / "papers" / "lee2018.yaml"
+CI_OVERLAY = REPO / ".test" / "config" / "papers" / "lee2018.yaml"
 
 
 def test_an_algorithm_keeps_its_colour_when_a_figure_leaves_others_out():
@@ -96,7 +97,7 @@ def test_the_caption_states_the_protocol_of_borrowed_curves(tables):
 
 def test_figure_command_draws_a_borrowing_figure(tables, tmp_path):
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
-    spec = dumps(figure_spec(load_paper(PAPER), "reference-svm"))
+    spec = dumps(figure_spec(load_paper(PAPER, overlay=CI_OVERLAY), "reference-svm"))
     code = main(["figure", "--spec", spec, "--summary", *map(str, tables), "--png", str(png), "--pdf", str(pdf)])
     assert code in (0, None)
     assert png.stat().st_size > 10_000 and pdf.read_bytes().startswith(b"%PDF")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from dperm import experiments, papers
+from dperm import grid, papers
 from dperm.report import scorecard as sc
 
 
@@ -98,9 +98,9 @@ def test_the_audit_table_the_workflow_writes_keeps_the_algorithms_column(tmp_pat
 @pytest.mark.parametrize("path", sorted((REPO / "config" / "papers").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_declared_deviation_is_an_anchor_of_the_docs(path):
     docs = {name: (REPO / "docs" / name).read_text(encoding="utf-8") for name in ("deviations.md", "privacy.md")}
-    paper = experiments.load_paper(path)
-    table = sc.deviations(paper["paper"], paper["deviations"], sc.doc_headings(docs))
-    assert len(table) == len(paper["deviations"])
+    paper = grid.load_paper(path)
+    table = sc.deviations(paper.key, list(paper.deviations), sc.doc_headings(docs))
+    assert len(table) == len(paper.deviations)
 
 
 def test_a_plugin_with_scorecard_tables_has_a_scorecard_function_and_the_reverse():

@@ -14,13 +14,15 @@ os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("
 
 from snakemake.exceptions import WorkflowError
 
-from dperm import audit, experiments, papers
+from dperm import audit, grid, papers
+from dperm.protocol import metric_hooks
 from dperm.config import ConfigError, validate as validate_config
 from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
 from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_spec
+from dperm.report.products import Reads
 
 
 def _config_sources():
@@ -76,18 +78,16 @@ def _load_papers():
         )
     loaded = {}
     for name in config["papers"]:
-        path = experiments.paper_path(config["paper_dir"], name)
-        rules_file = Path(workflow.basedir, "workflow", "rules", "papers", f"{name}.smk")
-        if not rules_file.is_file():
-            raise WorkflowError(f"paper {name!r} has no rule file {rules_file}")
+        path = grid.paper_path(config["paper_dir"], name)
+        overlay = None
+        if config["paper_overlays"]:
+            candidate = grid.paper_path(config["paper_overlays"], name)
+            overlay = candidate if candidate.is_file() else None
         try:
-            paper = experiments.load_paper(path, quick=config["quick"])
-            if paper["paper"] != name:
-                raise ConfigError(
-                    f"{path}: declares paper {paper['paper']!r}; the file must be named after it"
-                )
-            experiments.check_profiles(paper, config["profiles"], str(path))
-        except ConfigError as err:
+            paper = papers.load(name, path, quick=config["quick"], overlay=overlay)
+            grid.check_profiles(paper, config["profiles"], paper.source)
+            papers.products(name)
+        except (ConfigError, ValueError) as err:
             raise WorkflowError(str(err)) from None
         loaded[name] = paper
     return loaded
@@ -127,7 +127,7 @@ def prepared(key, profile="default"):
 
 def profile_options(key, profile):
     """A profile's options for one dataset: its common options, then its per-dataset ones."""
-    return experiments.profile_options(config["profiles"], key, profile)
+    return grid.profile_options(config["profiles"], key, profile)
 
 
 def configured_available_datasets():
@@ -151,7 +151,7 @@ def job_of(wildcards):
     """The job of a job file's (or a cell file's) wildcards; a name not in the grid is an error
     at DAG-build time, naming what the grid has."""
     try:
-        return experiments.find_job(
+        return grid.find_job(
             paper_of(wildcards),
             wildcards.experiment,
             wildcards.dataset,
@@ -166,16 +166,14 @@ def job_specs(wildcards):
     """The job's cell specs as JSON: a function of the configuration only (never of ``input``,
     which Snakemake leaves out of its rerun check), so every value that fixes a result reruns it."""
     job = job_of(wildcards)
-    return experiments.dumps(experiments.job_specs(paper_of(wildcards), job, config["seed"]))
+    return grid.dumps(grid.job_specs(paper_of(wildcards), job, config["seed"]))
 
 
 def job_code(wildcards):
     """Fingerprint of the code a job runs (its algorithm's modules and the shared core)."""
     job = job_of(wildcards)
     paper = paper_of(wildcards)
-    return algorithm_fingerprint(
-        experiments.registered_name(paper, experiments.base_key(paper, job))
-    )
+    return algorithm_fingerprint(paper.registered_name(grid.base_key(paper, job)))
 
 
 def tuning_choices(wildcards):
@@ -187,16 +185,25 @@ def job_inputs(wildcards):
     """A job's prepared data, its tuning choices (if it uses any) and, for convex models of
     papers that solve them, the optima of its splits at its (possibly tuned) λ."""
     paper, job = paper_of(wildcards), job_of(wildcards)
-    spec = experiments.job_specs(paper, job, config["seed"])[0]
+    spec = grid.job_specs(paper, job, config["seed"])[0]
     inputs, tuned = {"data": prepared(spec["dataset"], spec["profile"])}, None
-    if experiments.job_uses_tuning(paper, job):
+    if grid.job_uses_tuning(paper, job):
         inputs["tuning"] = tuning_choices(wildcards)
         tuned = json.loads(Path(inputs["tuning"]).read_text())
-    if experiments.solves_optimum(paper, wildcards.model):
-        inputs["optimum"] = (
-            f"{OUT}{experiments.optimum_path(experiments.apply_tuning(spec, tuned))}"
-        )
+    if grid.solves_optimum(paper, wildcards.model):
+        inputs["optimum"] = f"{OUT}{grid.optimum_path(grid.apply_tuning(spec, tuned))}"
+    for role, (dataset, profile) in metric_hooks.data_needs(spec).items():
+        inputs[f"extra_{role}"] = prepared(dataset, profile)
     return inputs
+
+
+def extra_data(wildcards, input):
+    """``--extra <role>=<file>`` for each prepared dataset the job's metric hooks read."""
+    return " ".join(
+        f"--extra {key.removeprefix('extra_')}={value}"
+        for key, value in input.items()
+        if key.startswith("extra_")
+    )
 
 
 def option(name):
@@ -214,15 +221,15 @@ def data_param(wildcards, input):
 
 
 def job_priority(wildcards):
-    exp = paper_of(wildcards)["experiments"][wildcards.experiment]
-    return exp["priority"].get(wildcards.dataset, 0)
+    exp = paper_of(wildcards).experiments[wildcards.experiment]
+    return exp.priority.get(wildcards.dataset, 0)
 
 
 def cell_job(wildcards):
     """The job file a cell is cut from; a privacy setting outside the grid is an error now, not
     after the job has run."""
     job = job_of(wildcards)
-    settings = experiments.job_settings(paper_of(wildcards), job)
+    settings = grid.job_settings(paper_of(wildcards), job)
     if wildcards.epsilon not in settings:
         raise WorkflowError(
             f"{OUT}{job.cell_dir}/eps{wildcards.epsilon}.csv is not a cell of the grid: "
@@ -236,7 +243,7 @@ def experiment_cells(paper, experiment):
     """Cell files of an experiment, for the datasets that can be had."""
     return [
         f"{OUT}{c.path}"
-        for c in experiments.cells(PAPERS[paper], [experiment])
+        for c in grid.cells(PAPERS[paper], [experiment])
         if dataset_available(c.dataset)
     ]
 
@@ -245,7 +252,7 @@ def experiment_cells(paper, experiment):
 
 
 def optimum_spec_json(wildcards):
-    spec = experiments.optimum_spec(
+    spec = grid.optimum_spec(
         PAPERS[wildcards.paper],
         wildcards.experiment,
         wildcards.dataset,
@@ -254,28 +261,30 @@ def optimum_spec_json(wildcards):
         float(wildcards.l2),
         config["seed"],
     )
-    return experiments.dumps(spec)
+    return grid.dumps(spec)
 
 
 def tuning_data(wildcards):
     """Prepared files the tuning grid of one dataset of a paper runs on."""
-    paper = PAPERS[wildcards.paper]
+    spec = tuning_spec(PAPERS[wildcards.paper], wildcards.dataset)
     return sorted(
         {
             prepared(dataset, profile)
-            for dataset, model, experiment in tuning_jobs(paper)
+            for dataset, model, experiment in tuning_jobs(spec)
             if dataset == wildcards.dataset
-            for profile in needed_profiles(paper, experiment, dataset, model)
+            for profile in needed_profiles(spec, experiment, dataset, model)
         }
     )
 
 
 def tuning_spec_json(wildcards):
-    return experiments.dumps(tuning_spec(PAPERS[wildcards.paper], wildcards.dataset))
+    return grid.dumps(tuning_spec(PAPERS[wildcards.paper], wildcards.dataset))
 
 
 def tuning_code(wildcards):
-    algorithms = algorithm_fingerprint(*tuned_algorithms(PAPERS[wildcards.paper]))
+    algorithms = algorithm_fingerprint(
+        *tuned_algorithms(tuning_spec(PAPERS[wildcards.paper], None))
+    )
     return algorithms + source_fingerprint("tuning")
 
 
@@ -287,39 +296,125 @@ def summary(paper, experiment, ext="csv"):
 
 
 def summary_spec(wildcards):
-    exp = PAPERS[wildcards.paper]["experiments"][wildcards.experiment]
-    return json.dumps({"title": exp.get("title", wildcards.experiment), "quick": config["quick"]})
+    exp = PAPERS[wildcards.paper].experiments[wildcards.experiment]
+    return json.dumps({"title": exp.title or wildcards.experiment, "quick": config["quick"]})
 
 
 def figure_summaries(wildcards):
     """Summaries a figure draws from: its experiment's and those it borrows curves from."""
-    spec = PAPERS[wildcards.paper]["figures"][wildcards.figure]
-    return [summary(wildcards.paper, e) for e in (spec["experiment"], *spec.get("borrow", {}))]
+    figure = PAPERS[wildcards.paper].figures[wildcards.figure]
+    return [summary(wildcards.paper, e) for e in (figure.experiment, *figure.borrow)]
 
 
 def figure_spec_json(wildcards):
     paper = PAPERS[wildcards.paper]
-    spec = experiments.figure_spec(paper, wildcards.figure)
-    spec["unavailable"] = unavailable_json(experiments.figure_datasets(paper, wildcards.figure))
-    return experiments.dumps(spec)
+    spec = grid.figure_spec(paper, wildcards.figure)
+    spec["unavailable"] = unavailable_json(grid.figure_datasets(paper, wildcards.figure))
+    return grid.dumps(spec)
 
 
 def target_experiments(paper):
-    return [name for name, exp in PAPERS[paper]["experiments"].items() if exp["default_target"]]
+    return [name for name, exp in PAPERS[paper].experiments.items() if exp.default_target]
 
 
-def paper_outputs(paper):
-    """The generic outputs of a paper: the summary of every experiment of its target and every
-    figure its config declares (a paper's rule file adds its own tables and figures)."""
+def paper_outputs(paper, target=None):
+    """Every output of a paper's target (``target`` None) or of one of its extra targets: the
+    summary of every experiment of its target, every figure its config declares and every output
+    of its products (all computed from the declarations, never restated)."""
     if paper not in PAPERS:
         return []
-    summaries = [summary(paper, e, ext) for e in target_experiments(paper) for ext in ("csv", "md")]
-    figures = [
-        f"{OUT}figures/{paper}/{name}.{ext}"
-        for name in PAPERS[paper]["figures"]
-        for ext in ("png", "pdf")
+    out = []
+    if target is None:
+        out += [summary(paper, e, ext) for e in target_experiments(paper) for ext in ("csv", "md")]
+        out += [
+            f"{OUT}figures/{paper}/{name}.{ext}"
+            for name in PAPERS[paper].figures
+            for ext in ("png", "pdf")
+        ]
+    for product in paper_products(paper):
+        if product.target == target:
+            out += [path for path, _ in product_files(paper, product).values()]
+    return out
+
+
+# -- products (a paper's own tables and figures, declared in its plugin) ---------------------------
+
+
+def paper_products(paper):
+    """The products a paper declares that its configuration asks for."""
+    return [p for p in papers.products(paper) if p.when is None or p.when(PAPERS[paper])]
+
+
+def extra_targets(paper):
+    """Names of the extra targets a paper's products belong to (e.g. zhang2017-runtime)."""
+    return sorted({p.target for p in paper_products(paper) if p.target is not None})
+
+
+def product_files(paper, product):
+    """output key -> (path, report caption or None): each table's csv (in the report) and md,
+    each figure's png (in the report) and pdf."""
+    out = {}
+    for name in product.tables:
+        key = name.replace("-", "_")
+        out[f"{key}_csv"] = (f"{OUT}results/tables/{paper}/{name}.csv", name)
+        out[f"{key}_md"] = (f"{OUT}results/tables/{paper}/{name}.md", None)
+    for name in product.figures:
+        key = name.replace("-", "_")
+        out[f"{key}_png"] = (f"{OUT}figures/{paper}/{name}.png", name)
+        out[f"{key}_pdf"] = (f"{OUT}figures/{paper}/{name}.pdf", None)
+    return out
+
+
+def product_outputs(paper, product):
+    """A product rule's outputs, those the report shows wrapped with their caption."""
+    outputs = {}
+    for key, (path, caption) in product_files(paper, product).items():
+        if caption is None:
+            outputs[key] = path
+        else:
+            outputs[key] = report(
+                path,
+                caption=str(papers.caption(paper, product, caption)),
+                category=report_category(paper),
+                subcategory=product.section,
+            )
+    return outputs
+
+
+def _selected(selector, paper):
+    return list(selector(PAPERS[paper]) if callable(selector) else selector)
+
+
+def product_inputs(paper, product):
+    """role -> files, from the product's :class:`Reads` (datasets that cannot be had left out)."""
+    reads, config_ = product.reads, PAPERS[paper]
+    if callable(reads.cells):
+        cells = [c for c in reads.cells(config_) if dataset_available(c.dataset)]
+        cell_files = [f"{OUT}{c.path}" for c in cells]
+    else:
+        cell_files = [f for e in reads.cells for f in experiment_cells(paper, e)]
+    pairs = lambda selector: [
+        (d, p) for d, p in (selector(config_) if selector else []) if dataset_available(d)
     ]
-    return summaries + figures
+    return {
+        "cells": cell_files,
+        "summaries": [summary(paper, e) for e in _selected(reads.summaries, paper)],
+        "tables": [f"{OUT}results/tables/{paper}/{t}.csv" for t in reads.tables],
+        "prepared": [prepared(d, p) for d, p in pairs(reads.prepared)],
+        "provenance": [f"resources/prepared/{d}/{p}.json" for d, p in pairs(reads.provenance)],
+        "datasets": [f"{OUT}results/tables/datasets.csv"] if reads.datasets else [],
+    }
+
+
+def product_spec_json(paper, product):
+    """What the product reads from the configuration (a rule parameter, so it reruns exactly when
+    one of these values changes)."""
+    spec = product.spec(PAPERS[paper]) if product.spec else {}
+    return grid.dumps(spec)
+
+
+def product_rule_name(paper, product):
+    return f"{paper}_{product.name}".replace("-", "_")
 
 
 # -- the privacy audit ----------------------------------------------------------------------------
@@ -354,7 +449,7 @@ AUDIT_CATEGORY = f"{len(PAPERS) + 2:0{_WIDTH}d} · Privacy audit"
 
 
 def scorecard_tables():
-    """``<paper>/<table>`` -> path of every plugin table the scorecard reads."""
+    """``<paper>/<table>`` -> path of every product table the scorecard reads."""
     return {
         f"{paper}/{name}": f"{OUT}results/tables/{paper}/{name}.csv"
         for paper in PAPERS
@@ -371,13 +466,13 @@ def scorecard_spec_json():
     deviations and the registered algorithms it runs; the quick flag and the audit's scale."""
     entries = []
     for key, paper in PAPERS.items():
-        algorithms = sorted({experiments.registered_name(paper, a) for a in paper["algorithms"]})
-        title = getattr(papers.plugin(key), "TITLE", paper.get("title", key))
+        algorithms = sorted({paper.registered_name(a) for a in paper.algorithms})
+        title = getattr(papers.plugin(key), "TITLE", paper.title or key)
         entries.append(
             {
                 "key": key,
                 "title": title,
-                "deviations": paper["deviations"],
+                "deviations": list(paper.deviations),
                 "algorithms": algorithms,
             }
         )
@@ -388,11 +483,6 @@ def scorecard_spec_json():
 
 def quick_flag():
     return "--quick" if config["quick"] else ""
-
-
-def paper_caption(paper, name):
-    """A report caption a paper ships in its package (src/dperm/papers/<paper>/captions/)."""
-    return str(Path(SRC, "dperm", "papers", paper, "captions", f"{name}.rst"))
 
 
 def default_targets():

@@ -42,7 +42,7 @@ rule figure:
     # Only the figures a paper declares under `figures:`; figures a paper draws with its own rules
     # are not candidates, so their names never reach the lookup below.
     wildcard_constraints:
-        figure=_alternatives({name for paper in PAPERS.values() for name in paper["figures"]})
+        figure=_alternatives({name for paper in PAPERS.values() for name in paper.figures})
         or "(?!)",
     conda:
         "../envs/dperm.yaml"

@@ -72,10 +72,11 @@ rule run_job:
         data=data_param,
         tuning=option("tuning"),
         optimum=option("optimum"),
+        extra=extra_data,
         code=job_code,
     shell:
         "python -m dperm --threads {threads} run-job --spec {params.specs:q} --data {params.data}"
-        " {params.tuning} {params.optimum} --out {output} > {log} 2>&1"
+        " {params.tuning} {params.optimum} {params.extra} --out {output} > {log} 2>&1"
 
 
 # Cutting a cell reads one small file: never worth a cluster job.

@@ -21,10 +21,19 @@ RECORD_COLUMNS = [
 
 
 def fit_records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper,
-                preprocessing) -> list[dict]:
+                preprocessing, measured: dict | None = None) -> list[dict]:
     """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``,
-    with hyper-parameters ``hyper``, on arrays whose preprocessing label is ``preprocessing``)."""
+    with hyper-parameters ``hyper``, on arrays whose preprocessing label is ``preprocessing``);
+    ``measured``: what the cell's metric hooks measured (:mod:`.metric_hooks`), carried in
+    ``extra`` beside what the algorithm reports."""
     from ..records import record_json
+
+    extra = result.extra
+    if measured:
+        clash = sorted(set(measured) & set(extra))
+        if clash:
+            raise ValueError(f"metric hooks and algorithm {spec['algorithm']!r} both report {clash} in extra")
+        extra = {**extra, **measured}
 
     accuracy, test_loss, objective, regularised, opt_gap, excess = metrics
     seconds = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
@@ -45,7 +54,7 @@ def fit_records(spec, algo, privacy, setting, result, split, seed, elapsed, metr
         "preprocessing": preprocessing,
         "dp_as_implemented": algo.dp_as_implemented if algo.private else "n/a", "accounting": result.accounting,
         "notes": "; ".join(result.notes),
-        "hyper": hyper, "extra": record_json(result.extra, d, result.draws), "dperm_version": __version__,
+        "hyper": hyper, "extra": record_json(extra, d, result.draws), "dperm_version": __version__,
     } for d in range(result.draws)]
 
 

@@ -57,7 +57,7 @@ def _train_problem(full, split: Split, folds: dict | None, key):
 
 
 def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
-            log=None) -> pd.DataFrame:
+            log=None, data: dict | None = None) -> pd.DataFrame:
     """The cells of one job (every ε of one experiment, dataset, model and algorithm; or the
     step counts of a path, one spec with ``path``; or a lone cell) on the same prepared arrays,
     their records concatenated in ``specs`` order.
@@ -72,6 +72,7 @@ def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
     if not specs:
         raise ValueError("a job needs at least one cell spec")
     folds: dict = {}
+    cache: dict = {}  # the metric hooks' (dperm.protocol.metric_hooks), shared by the job's cells
     together: dict = {}  # spec without its ε -> indices of the cells that can share fits
     for i, spec in enumerate(specs):
         together.setdefault(_shared_key(spec), []).append(i)
@@ -79,11 +80,11 @@ def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
     for key, members in together.items():
         if key is not None and len(members) > 1:
             for i, frame in zip(members, _run_together([specs[i] for i in members], arrays, optima,
-                                                       log, folds)):
+                                                       log, folds, data, cache)):
                 frames[i] = frame
         else:
             for i in members:
-                frames[i] = run_cell(specs[i], arrays, optima, log=log, folds=folds)
+                frames[i] = run_cell(specs[i], arrays, optima, log=log, folds=folds, data=data, cache=cache)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -113,6 +114,9 @@ class _Cell:
     draws: int
     best: pd.DataFrame | None
     preprocessing: str
+    arrays: dict
+    data: dict  # other prepared arrays the metric hooks read (role -> arrays)
+    cache: dict  # the metric hooks' cache, shared by the cells of a job
 
     def fold(self, split: Split, folds: dict | None):
         key = (split_seed(self.spec), repr(self.spec["protocol"]), split.fold, split.repeat)
@@ -133,28 +137,45 @@ class _Cell:
                     regularised - row["F_star"])
 
         records = fit_records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
-                           elapsed, metrics(result), self.full.p, self.recorded_hyper(), self.preprocessing)
+                              elapsed, metrics(result), self.full.p, self.recorded_hyper(), self.preprocessing,
+                              self.measured(split, train, result))
         missing = sorted(set(self.path) - set(result.path))
         if missing:
             raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
         for t in self.path:  # the same run after t steps: its own cell (setting T<t>)
             records += fit_records(spec, algo, self.privacy, f"T{t}", result.path[t], split, seed, elapsed,
-                                metrics(result.path[t]), self.full.p, self.recorded_hyper(t), self.preprocessing)
+                                   metrics(result.path[t]), self.full.p, self.recorded_hyper(t), self.preprocessing,
+                                   self.measured(split, train, result.path[t], t))
         return records
 
-    def recorded_hyper(self, steps: int | None = None) -> str:
-        """The ``hyper`` column: every hyper-parameter the fit ran with (defaults filled in), a
-        path release's own step count, not the snapshots the protocol asks for."""
-        from ..records import record_json
-
+    def resolved_hyper(self, steps: int | None = None) -> dict:
+        """Every hyper-parameter the fit ran with (defaults filled in), a path release's own step
+        count, not the snapshots the protocol asks for."""
         values = self.algo.hyper({k: v for k, v in self.hyper.items() if k != "snapshots"})
         values.pop("snapshots", None)
         if steps is not None:
             values["steps"] = steps
-        return record_json(values)
+        return values
+
+    def recorded_hyper(self, steps: int | None = None) -> str:
+        """The ``hyper`` column (:meth:`resolved_hyper` as JSON)."""
+        from ..records import record_json
+
+        return record_json(self.resolved_hyper(steps))
+
+    def measured(self, split: Split, train, result, steps: int | None = None) -> dict | None:
+        """What the cell's metric hooks measure on ``result`` (None when it asks for none)."""
+        if not self.spec.get("metrics") or result.weights is None:
+            return None
+        from .metric_hooks import FitContext, compute
+
+        return compute(FitContext(spec=self.spec, settings={}, split=split, train=train, full=self.full,
+                                  arrays=self.arrays, weights=np.atleast_2d(result.weights),
+                                  hyper=self.resolved_hyper(steps), data=self.data, cache=self.cache))
 
 
-def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None) -> _Cell:
+def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None, data: dict | None = None,
+             cache: dict | None = None) -> _Cell:
     from ..algorithms import Privacy, get_algorithm
 
     algo = get_algorithm(spec["algorithm"])
@@ -173,7 +194,8 @@ def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None) -> _Cell:
                  full=full, splits=make_splits(spec["protocol"], full.n, split_seed(spec)),
                  draws=int(spec["protocol"].get("draws", 1)) if algo.private else 1,
                  best=optima.set_index(["fold", "repeat"]) if optima is not None else None,
-                 preprocessing=preprocessing_label(arrays))
+                 preprocessing=preprocessing_label(arrays), arrays=arrays, data=data or {},
+                 cache=cache if cache is not None else {})
 
 
 def _log_split(log, cells, i, split, result, elapsed) -> None:
@@ -184,7 +206,7 @@ def _log_split(log, cells, i, split, result, elapsed) -> None:
 
 
 def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None,
-             folds: dict | None = None) -> pd.DataFrame:
+             folds: dict | None = None, data: dict | None = None, cache: dict | None = None) -> pd.DataFrame:
     """Run every fold, repeat and draw of one cell; return one record per fit.
 
     ``optima`` (from :func:`dperm.optimum.compute_optima`, same splits) supplies the certified
@@ -196,8 +218,10 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     The ``T<steps>`` records are the same as without a path.
 
     ``folds`` (from :func:`run_job`) caches the training folds' rows across the cells of a job.
+    ``spec["metrics"]`` asks for metric hooks (:mod:`.metric_hooks`); ``data`` holds the other
+    prepared arrays they read (role -> arrays), ``cache`` what they keep across a job's cells.
     """
-    cell = _prepare(spec, arrays, optima)
+    cell = _prepare(spec, arrays, optima, data, cache)
     records = []
     for i, split in enumerate(cell.splits, start=1):
         train = cell.fold(split, folds)
@@ -211,10 +235,11 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
 
 
-def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict) -> list[pd.DataFrame]:
+def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict, data=None,
+                  cache=None) -> list[pd.DataFrame]:
     """Cells that differ only in ε (:func:`_shared_key`), fitted split by split with one
     ``fit_settings`` call, each from its own seed; one frame per cell."""
-    cells = [_prepare(spec, arrays, optima) for spec in specs]
+    cells = [_prepare(spec, arrays, optima, data, cache) for spec in specs]
     first = cells[0]
     records: list = [[] for _ in cells]
     for i, split in enumerate(first.splits, start=1):

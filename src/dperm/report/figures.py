@@ -133,7 +133,7 @@ def paired_styles(style: dict, pairs: dict) -> dict:
     return style
 
 
-def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title="", caption="",
+def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", caption="",
                    unavailable=None, metrics=("accuracy", "objective"), labels=None, palette=(), pairs=None):
     """Rows = metrics, columns = (dataset, model) panels; one line per algorithm key against ε.
     ``palette``: the paper's algorithm keys, which fix each algorithm's colour (see
@@ -181,7 +181,7 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, png, pdf, title
                 ax.set_ylabel(METRIC_LABELS.get(metric, metric))
             ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def metric_label(metric: str, protocol: dict | None = None) -> str:
@@ -192,7 +192,7 @@ def metric_label(metric: str, protocol: dict | None = None) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
-def sweep_figure(summary: pd.DataFrame, *, param, values, png, pdf, title="", caption="",
+def sweep_figure(summary: pd.DataFrame, *, param, values, title="", caption="",
                  metrics=("accuracy", "objective"), param_label=None, protocol=None):
     """One panel per metric; x = the swept hyper-parameter, one line per ε. ``values`` maps each
     cell's algorithm key (a sweep key such as ``dp-agd-splits20``) to its swept value as the
@@ -216,7 +216,7 @@ def sweep_figure(summary: pd.DataFrame, *, param, values, png, pdf, title="", ca
         ax.set_ylabel(metric_label(metric, protocol))
         ax.grid(alpha=0.3, lw=0.5)
     legend_and_caption(fig, axes, title, caption)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def legend_and_caption(fig, axes, title, caption, ncol=5):

@@ -1,6 +1,6 @@
 """A paper's declared figures (its config's ``figures`` section) drawn from experiment summaries.
 
-The figure spec (:func:`dperm.experiments.figure_spec`) carries everything the drawing reads
+The figure spec (:func:`dperm.grid.figure_spec`) carries everything the drawing reads
 from the configuration, so a figure is redrawn exactly when one of those values changes.
 """
 
@@ -47,16 +47,17 @@ def draw(spec: dict, summary_paths, png, pdf) -> None:
     borrowed = {e: (spec["borrowed_protocols"][e], algs) for e, algs in spec.get("borrow", {}).items()}
     caption = figure_caption(spec, summary, spec["protocol"], borrowed, quick=spec.get("quick", False))
     title = ("[quick run] " if spec.get("quick") else "") + spec.get("title", "")
-    common = dict(png=png, pdf=pdf, title=title, caption=caption,
+    common = dict(title=title, caption=caption,
                   metrics=tuple(spec.get("metrics", ("accuracy", "objective"))))
     if spec["kind"] == "epsilon":
         model = spec.get("model", spec["experiment_models"][0])
         panels = ([(p["dataset"], p["model"]) for p in spec["panels"]] if "panels" in spec
                   else [(d, model) for d in spec.get("datasets", spec["experiment_datasets"])])
-        figures.epsilon_figure(summary, panels=panels,
-                               algorithms=spec.get("algorithms", spec["experiment_algorithms"]),
-                               unavailable=spec.get("unavailable", {}), labels=spec.get("labels"),
-                               palette=spec["palette"], pairs=spec.get("pairs"), **common)
+        fig = figures.epsilon_figure(summary, panels=panels,
+                                     algorithms=spec.get("algorithms", spec["experiment_algorithms"]),
+                                     unavailable=spec.get("unavailable", {}), labels=spec.get("labels"),
+                                     palette=spec["palette"], pairs=spec.get("pairs"), **common)
     else:
-        figures.sweep_figure(summary, param=spec["param"], values=spec["sweep_values"],
-                             param_label=spec.get("param_label"), protocol=spec["protocol"], **common)
+        fig = figures.sweep_figure(summary, param=spec["param"], values=spec["sweep_values"],
+                                   param_label=spec.get("param_label"), protocol=spec["protocol"], **common)
+    figures.save_figure(fig, png, pdf)

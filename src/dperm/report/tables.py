@@ -7,11 +7,10 @@ interval is an approximation and is labelled as such in every table.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..files import write_text_atomic
+from .stats import mean_pm, t_interval
 
 # A cell's labels: a summary row never pools fits that differ in one (a data-dependent cell is
 # never averaged with a public-bounds one, a tuned with an untuned one).
@@ -30,21 +29,15 @@ def summarise(records: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
         row = dict(zip(KEYS, key))
         row["epsilon"] = group["epsilon"].iloc[0]
         for m in metrics:
-            values = group[m].to_numpy(dtype=float)
-            values = values[np.isfinite(values)]
-            n = len(values)
-            mean = values.mean() if n else np.nan
-            std = values.std(ddof=1) if n > 1 else np.nan
-            half = stats.t.ppf(0.975, n - 1) * std / np.sqrt(n) if n > 1 else np.nan
-            row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half, f"{m}_n": n})
+            interval = t_interval(group[m].to_numpy(dtype=float))
+            row.update({f"{m}_mean": interval.mean, f"{m}_std": interval.std, f"{m}_ci95": interval.half,
+                        f"{m}_n": interval.n})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _cell(mean, half, digits=4):
-    if not np.isfinite(mean):
-        return ""
-    return f"{mean:.{digits}g}" + (f" ± {half:.2g}" if np.isfinite(half) else "")
+    return mean_pm(mean, half, digits=digits)
 
 
 def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),

@@ -5,8 +5,7 @@ target produces and how it differs from the paper: docs/papers/kang.md.
 
 The grid is ``config/papers/kang.yaml`` (Figures 1 and 2 are generic epsilon figures); this
 package adds the table of PIDP-SGD's noise-free fraction (:mod:`.tables`) and the claims check
-(:mod:`.claims`), each a ``python -m dperm kang <verb>`` command run by
-``workflow/rules/papers/kang.smk``.
+(:mod:`.claims`), declared in ``PRODUCTS`` (:mod:`dperm.report.products`).
 """
 
 from __future__ import annotations
@@ -42,39 +41,33 @@ def scorecard(tables):
                           "epsilon) with no printed numbers to set ours beside; they are compared through the claims.")
 
 
-def add_cli(sub) -> None:
-    from ...report.tables import add_output_arguments
+def _pidp_cells(paper):
+    from ...grid import cells
 
-    p = sub.add_parser("kang", help="Kang et al. (PIDP-SGD): noise-free fraction table and claims")
-    verbs = p.add_subparsers(dest="verb", required=True)
-
-    v = verbs.add_parser("noise-free", help="PIDP-SGD's noise-free fraction against epsilon per panel")
-    v.add_argument("records", nargs="+", help="the fig experiment's PIDP-SGD cell files")
-    v.set_defaults(func=_noise_free)
-
-    v = verbs.add_parser("claims", help="the paper's claims tested on the Figure 1-2 summary")
-    v.add_argument("summary", help="results/summaries/kang/fig.csv")
-    v.set_defaults(func=_claims)
-
-    for v in verbs.choices.values():
-        add_output_arguments(v)
+    return [c for c in cells(paper, ["fig"]) if c.algorithm == "pidp-sgd-reference"]
 
 
-def _noise_free(args) -> None:
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+def _noise_free(inputs):
+    from ...report.products import Made, Table
     from .tables import noise_free_table
 
-    write_table(noise_free_table(read_records(args.records)), args.csv, args.md,
-                with_quick_note(NOISE_FREE_NOTE, args.quick))
+    return Made(tables={"noise_free": Table(noise_free_table(inputs.cells), NOISE_FREE_NOTE)})
 
 
-def _claims(args) -> None:
-    import pandas as pd
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+def _claims(inputs):
+    from ...report.products import Made, Table
     from .claims import claims
 
-    summary = pd.read_csv(args.summary, keep_default_na=False, na_values=[""])
-    write_table(claims(summary), args.csv, args.md, with_quick_note(CLAIMS_NOTE, args.quick))
+    return Made(tables={"claims": Table(claims(inputs.summary("fig")), CLAIMS_NOTE)})
+
+
+def _products():
+    from ...report.products import Product, Reads
+
+    return (
+        Product("noise-free", make=_noise_free, tables=("noise_free",), reads=Reads(cells=_pidp_cells)),
+        Product("claims", make=_claims, tables=("claims",), reads=Reads(summaries=("fig",))),
+    )
+
+
+PRODUCTS = _products()

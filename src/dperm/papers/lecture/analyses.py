@@ -3,28 +3,15 @@ accountants, the rates of DP-SGD against n with their fitted slopes, and the cla
 
 from __future__ import annotations
 
-import json
-import math
-
 import numpy as np
 import pandas as pd
+
+from ...report.stats import extra_values, half_width
 
 SGDMA_ACCOUNTANTS = {"epsilon_moments_ref": "moments accountant ≤ 32 (DP-AGD code, as Lee & Kifer's Figure 2)",
                      "epsilon_rdp": "RDP (improved conversion)", "epsilon_pld": "PLD (dp-accounting)"}
 
 
-def extra_value(records: pd.DataFrame, key: str) -> pd.Series:
-    """One field of the records' ``extra`` JSON as a float column (NaN where absent)."""
-    values = [json.loads(t).get(key) if isinstance(t, str) and t else None for t in records["extra"]]
-    return pd.Series([np.nan if v is None else float(v) for v in values], index=records.index)
-
-
-def _ci95(values) -> float:
-    from scipy import stats
-
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n)) if n > 1 else np.nan
 
 
 def sgdma_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -32,11 +19,11 @@ def sgdma_table(records: pd.DataFrame) -> pd.DataFrame:
     each of the three accountants, with the ratios."""
     records = records.assign(steps=records["iterations"].astype(int))
     for key in SGDMA_ACCOUNTANTS:
-        records[key] = extra_value(records, key)
+        records[key] = extra_values(records, key)
     rows = []
     for (dataset, steps), group in records.groupby(["dataset", "steps"], sort=True):
         row = {"dataset": dataset, "steps": steps, "accuracy_mean": group["accuracy"].mean(),
-               "accuracy_ci95": _ci95(group["accuracy"]), "fits": len(group)}
+               "accuracy_ci95": half_width(group["accuracy"]), "fits": len(group)}
         for key in SGDMA_ACCOUNTANTS:
             row[key] = group[key].mean()  # the same for every fit with the same n_train; mean over folds
         row["moments/rdp"] = row["epsilon_moments_ref"] / row["epsilon_rdp"]
@@ -45,13 +32,8 @@ def sgdma_table(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sgdma_figure(table: pd.DataFrame, png, pdf, *, title: str, caption: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ...report.figures import legend_and_caption, save_figure
+def sgdma_figure(table: pd.DataFrame, *, title: str, caption: str):
+    from ...report.figures import legend_and_caption, plt  # plt with the Agg backend, chosen there
 
     datasets = list(dict.fromkeys(table["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.4 * len(datasets), 3.6), squeeze=False)
@@ -73,7 +55,7 @@ def sgdma_figure(table: pd.DataFrame, png, pdf, *, title: str, caption: str) -> 
         ax.grid(alpha=0.3, which="both", lw=0.5)
     axes[0][0].set_ylabel("test accuracy")
     legend_and_caption(fig, axes[0], title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 RATE_REFERENCES = {"convex": ("Õ(√d/(nε))", -1.0), "strong": ("Õ(d/(n²ε²))", -2.0)}
@@ -104,13 +86,8 @@ def rates_table(summaries: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.Da
     return pd.DataFrame(points), pd.DataFrame(slopes)
 
 
-def rates_figure(points: pd.DataFrame, slopes: pd.DataFrame, png, pdf, *, title: str, caption: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ...report.figures import legend_and_caption, save_figure
+def rates_figure(points: pd.DataFrame, slopes: pd.DataFrame, *, title: str, caption: str):
+    from ...report.figures import legend_and_caption, plt  # plt with the Agg backend, chosen there
 
     regimes = list(dict.fromkeys(points["regime"]))
     fig, axes = plt.subplots(1, len(regimes), figsize=(4.4 * len(regimes), 3.6), squeeze=False)
@@ -131,7 +108,7 @@ def rates_figure(points: pd.DataFrame, slopes: pd.DataFrame, png, pdf, *, title:
         ax.grid(alpha=0.3, which="both", lw=0.5)
     axes[0][0].set_ylabel("excess empirical risk")
     legend_and_caption(fig, axes[0], title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def claims(lab: pd.DataFrame, sigmas: pd.DataFrame, accuracy: pd.DataFrame, sgdma: pd.DataFrame,

@@ -104,13 +104,8 @@ def sigma_table(spec: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def lab_figure(curves: pd.DataFrame, png, pdf, *, title: str, caption: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ...report.figures import legend_and_caption, save_figure
+def lab_figure(curves: pd.DataFrame, *, title: str, caption: str):
+    from ...report.figures import legend_and_caption, plt  # plt with the Agg backend, chosen there
 
     settings = curves[["q", "sigma"]].drop_duplicates().to_records(index=False)
     fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 4.2), squeeze=False)
@@ -129,4 +124,4 @@ def lab_figure(curves: pd.DataFrame, png, pdf, *, title: str, caption: str) -> N
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel(f"ε at δ = {curves['delta'].iloc[0]:g}")
     legend_and_caption(fig, axes[0], title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig

@@ -6,8 +6,7 @@ The grid (Figures 1–4, the reference variants, Figure 2's Adult panel on publi
 to-end private runs) is ``config/papers/lee2018.yaml``; this package adds Table 1
 (:mod:`.tables`), Table 2, the claims check (:mod:`.claims`), the public-bounds table
 (:mod:`.public_bounds`), the gap the Gumbel selection closes (:mod:`.selection`) and the price
-of private tuning (:mod:`.private_tuning`), each a ``python -m dperm lee2018 <verb>`` command
-run by ``workflow/rules/papers/lee2018.smk``.
+of private tuning (:mod:`.private_tuning`), declared in ``PRODUCTS``.
 """
 
 from __future__ import annotations
@@ -57,60 +56,28 @@ def scorecard(tables):
                      "printed numbers; its Figures 2-4 are plots, compared through the claims.")
 
 
-def add_cli(sub) -> None:
-    from ...report.tables import add_output_arguments
-
-    p = sub.add_parser("lee2018", help="Lee & Kifer 2018: Table 1, Table 2 and the claims check")
-    verbs = p.add_subparsers(dest="verb", required=True)
-
-    v = verbs.add_parser("table1", help="noisy gradient descent on Adult beside the published Table 1")
-    v.add_argument("--spec", required=True, help="the analysis settings as JSON (config analyses.table1)")
-    v.add_argument("--data", required=True, help="Adult's prepared .npz")
-    v.set_defaults(func=_table1)
-
-    v = verbs.add_parser("table2", help="our datasets beside the paper's Table 2")
-    v.add_argument("datasets", help="results/tables/datasets.csv")
-    v.set_defaults(func=_table2)
-
-    v = verbs.add_parser("claims", help="the paper's claims tested on the Figure 2 and 3 summaries")
-    v.add_argument("summaries", nargs="+", help="the fig2, fig3 and reference experiment summaries (.csv)")
-    v.set_defaults(func=_claims)
-
-    v = verbs.add_parser("public-bounds", help="how much Figure 2 moves on public attribute bounds")
-    v.add_argument("public", help="the public-bounds experiment's summary (.csv)")
-    v.add_argument("data", help="the summary of the experiment its curves are paired with (fig2.csv)")
-    v.add_argument("--pairs", required=True, help="JSON {public-bounds key: Figure 2 key} (the figure's pairs)")
-    v.set_defaults(func=_public_bounds)
-
-    v = verbs.add_parser("selection-gap", help="how much of the gap between the correct DP-AGD and the published "
-                         "code the Gumbel selection closes")
-    v.add_argument("cells", nargs="+", help="the cell files of dp-agd, dp-agd-gumbel and dp-agd-reference")
-    v.set_defaults(func=_selection_gap)
-
-    v = verbs.add_parser("private-tuning", help="the price of private tuning: Figure 2 against the end-to-end runs")
-    v.add_argument("--spec", required=True, help="end-to-end keys and their bases as JSON (private_tuning.table_spec)")
-    v.add_argument("--reference", required=True, help="the fig2 summary (.csv)")
-    v.add_argument("--end-to-end", required=True, help="the end-to-end summary (.csv)")
-    v.add_argument("records", nargs="*", help="the end-to-end cells' records (.csv)")
-    v.set_defaults(func=_private_tuning)
-
-    for v in verbs.choices.values():
-        add_output_arguments(v)
+ANALYSES_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["table1"],
+    "properties": {"table1": {
+        "description": "Table 1: noisy full-batch GD on one dataset (docs/deviations.md#table1-step-size)",
+        "type": "object", "additionalProperties": False,
+        "required": ["dataset", "steps", "learning_rate", "noise_norm", "runs", "seed"],
+        "properties": {"dataset": {"type": "string"}, "steps": {"type": "integer", "minimum": 1},
+                       "learning_rate": {"type": "number", "exclusiveMinimum": 0},
+                       "noise_norm": {"type": "number", "minimum": 0}, "runs": {"type": "integer", "minimum": 1},
+                       "seed": {"type": "integer"}}}},
+}
 
 
-def _table1(args) -> None:
-    import json
-
+def _table1(inputs):
     import pandas as pd
 
-    from ...datasets.prepare import load_prepared
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+    from ...report.products import Made, Table
     from .. import published
     from .tables import PUBLISHED_NOTE, noisy_gd_table, table1
 
-    cfg = json.loads(args.spec)
-    arrays, _ = load_prepared(args.data)
+    cfg = inputs.spec["table1"]
+    arrays = inputs.prepared(cfg["dataset"])
     ours = noisy_gd_table(arrays["X"], arrays["y01"].astype(float), steps=cfg["steps"],
                           learning_rate=cfg["learning_rate"], noise_norm=cfg["noise_norm"], runs=cfg["runs"],
                           seed=cfg["seed"])
@@ -122,62 +89,93 @@ def _table1(args) -> None:
             f"{cfg['runs']} runs. Our Adult encoding has {arrays['X'].shape[1]} coordinates (the paper's a9a "
             f"file: 124), so the columns differ in level; the pattern (the noisy norm stays near the noise size "
             f"while the objective keeps falling) is what the table illustrates. {PUBLISHED_NOTE}.")
-    write_table(table1(ours, reference), args.csv, args.md, with_quick_note(note, args.quick))
+    return Made(tables={"table1": Table(table1(ours, reference), note)})
 
 
-def _table2(args) -> None:
-    import pandas as pd
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+def _table2(inputs):
+    from ...report.products import Made, Table
     from .tables import table2
 
-    write_table(table2(pd.read_csv(args.datasets), DATASET_SHAPES), args.csv, args.md,
-                with_quick_note(TABLE2_NOTE, args.quick))
+    return Made(tables={"table2": Table(table2(inputs.datasets(), DATASET_SHAPES), TABLE2_NOTE)})
 
 
-def _public_bounds(args) -> None:
-    import json
-
-    import pandas as pd
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+def _public_bounds(inputs):
+    from ...report.products import Made, Table
     from .public_bounds import NOTE, movement
 
-    read = lambda path: pd.read_csv(path, keep_default_na=False, na_values=[""])  # noqa: E731
-    table = movement(read(args.public), read(args.data), json.loads(args.pairs))
-    write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
+    spec = inputs.spec
+    table = movement(inputs.summary(spec["experiment"]), inputs.summary("fig2"), spec["pairs"])
+    return Made(tables={"public-bounds": Table(table, NOTE, floatfmt=".4g")})
 
 
-def _private_tuning(args) -> None:
-    import json
-
+def _private_tuning(inputs):
     import pandas as pd
 
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+    from ...report.products import Made, Table
     from .private_tuning import NOTE, price_table
 
-    spec = json.loads(args.spec)
-    records = read_records(args.records) if args.records else pd.DataFrame(
+    spec = inputs.spec
+    records = inputs.cells if len(inputs.cells) else pd.DataFrame(
         columns=["dataset", "model", "algorithm", "epsilon", "extra"])
-    table = price_table(read_records([args.reference]), read_records([args.end_to_end]), records, spec["pairs"])
-    write_table(table, args.csv, args.md, with_quick_note(NOTE, args.quick), floatfmt=".4g")
+    table = price_table(inputs.summary(spec["reference"]), inputs.summary(spec["experiment"]), records,
+                        spec["pairs"])
+    return Made(tables={"private-tuning": Table(table, NOTE, floatfmt=".4g")})
 
 
-def _claims(args) -> None:
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+def _claims(inputs):
+    import pandas as pd
+
+    from ...report.products import Made, Table
     from .claims import claims
 
-    write_table(claims(read_records(args.summaries)), args.csv, args.md, with_quick_note(CLAIMS_NOTE, args.quick))
+    summary = pd.concat([inputs.summary(e) for e in ("fig2", "fig3", "reference")], ignore_index=True)
+    return Made(tables={"claims": Table(claims(summary), CLAIMS_NOTE)})
 
 
-def _selection_gap(args) -> None:
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+def _selection_gap(inputs):
+    from ...report.products import Made, Table
     from .selection import NOTE, selection_gap
 
-    write_table(selection_gap(read_records(args.cells)), args.csv, args.md, with_quick_note(NOTE, args.quick),
-                floatfmt=".4g")
+    return Made(tables={"selection-gap": Table(selection_gap(inputs.cells), NOTE, floatfmt=".4g")})
+
+
+def _public_bounds_spec(paper):
+    figure = paper.figures["public-bounds"]
+    return {"experiment": figure.experiment, "pairs": dict(figure.pairs)}
+
+
+def _private_tuning_experiment(paper):
+    from .private_tuning import table_spec
+
+    return [table_spec(paper)["experiment"]]
+
+
+def _products():
+    from ...report.products import Product, Reads
+    from .private_tuning import table_spec
+    from .selection import gap_cells
+
+    return (
+        Product("table1", make=_table1, tables=("table1",), spec=lambda paper: {"table1": paper.analyses["table1"]},
+                reads=Reads(prepared=lambda paper: [(paper.analyses["table1"]["dataset"], "default")])),
+        Product("table2", make=_table2, tables=("table2",), reads=Reads(datasets=True)),
+        Product("claims", make=_claims, tables=("claims",), reads=Reads(summaries=("fig2", "fig3", "reference"))),
+        Product("public-bounds", make=_public_bounds, tables=("public-bounds",), spec=_public_bounds_spec,
+                reads=Reads(summaries=lambda paper: [_public_bounds_spec(paper)["experiment"], "fig2"]),
+                when=lambda paper: "public-bounds" in paper.figures),
+        Product("selection-gap", make=_selection_gap, tables=("selection-gap",), reads=Reads(cells=gap_cells)),
+        Product("private-tuning", make=_private_tuning, tables=("private-tuning",), spec=table_spec,
+                reads=Reads(summaries=lambda paper: [table_spec(paper)["reference"], table_spec(paper)["experiment"]],
+                            cells=lambda paper: _end_to_end_cells(paper)),
+                when=lambda paper: bool(table_spec(paper)["pairs"])),
+    )
+
+
+def _end_to_end_cells(paper):
+    from ...grid import cells
+    from .private_tuning import table_spec
+
+    return cells(paper, [table_spec(paper)["experiment"]])
+
+
+PRODUCTS = _products()

@@ -6,14 +6,12 @@ grid point chosen most often)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from ...experiments import registered_name
+from ...report.stats import extra_dicts, t_quantile
 
 EXPERIMENT = "end-to-end"
 REFERENCE = "fig2"
@@ -22,11 +20,12 @@ COLUMNS = ["dataset", "model", "algorithm", "epsilon", "accuracy_tuned_non_priva
            "trial_epsilon", "mean_trials", "chosen_most", "chosen_share"]
 
 
-def table_spec(paper: dict) -> dict:
-    """What the table reads from the config: end-to-end key → the key of its base in Figure 2."""
-    exp = paper["experiments"].get(EXPERIMENT, {"algorithms": []})
-    pairs = {key: paper["algorithms"][key]["base"] for key in exp["algorithms"]
-             if registered_name(paper, key) == "private-selection"}
+def table_spec(paper) -> dict:
+    """What the table reads from the config (:class:`dperm.grid.Paper`): end-to-end key → the key
+    of its base in Figure 2."""
+    exp = paper.experiments.get(EXPERIMENT)
+    keys = exp.algorithms if exp is not None else ()
+    pairs = {key: paper.algorithms[key]["base"] for key in keys if paper.registered_name(key) == "private-selection"}
     return {"pairs": pairs, "experiment": EXPERIMENT, "reference": REFERENCE}
 
 
@@ -37,13 +36,14 @@ def _point(chosen) -> str:
 
 
 def _welch(m1, s1, n1, m2, s2, n2):
-    """(difference m1 − m2, half-width of its 95% Welch interval)."""
+    """(difference m1 − m2, half-width of its 95% Welch interval), from the summaries' means,
+    standard deviations and counts."""
     v1, v2 = s1 * s1 / n1, s2 * s2 / n2
     se = np.sqrt(v1 + v2)
     if not np.isfinite(se) or se == 0:
         return m1 - m2, np.nan
     df = (v1 + v2) ** 2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))
-    return m1 - m2, float(stats.t.ppf(0.975, df) * se)
+    return m1 - m2, t_quantile(df) * float(se)
 
 
 def price_table(reference: pd.DataFrame, end_to_end: pd.DataFrame, records: pd.DataFrame,
@@ -52,7 +52,7 @@ def price_table(reference: pd.DataFrame, end_to_end: pd.DataFrame, records: pd.D
     (non-privately tuned minus end to end). ``reference``/``end_to_end``: the two experiments'
     summaries; ``records``: the end-to-end cells' records (for the selection's own columns)."""
     rows = []
-    extra = records.assign(extra=[json.loads(e) for e in records["extra"]])
+    extra = records.assign(extra=extra_dicts(records))
     for _, cell in end_to_end[end_to_end["algorithm"].isin(list(pairs))].iterrows():
         base = pairs[cell["algorithm"]]
         match = reference[(reference["dataset"] == cell["dataset"]) & (reference["model"] == cell["model"])

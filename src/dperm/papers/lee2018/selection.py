@@ -38,13 +38,13 @@ NOTE = ("How much of the accuracy gap between the correct DP-AGD (dp-agd: the pa
         "gap to close, or the reference is not better). Tuning: lambda chosen non-privately, as in Figures 2 and 3.")
 
 
-def gap_cells(paper: dict) -> list:
-    """The cells (:class:`dperm.experiments.Cell`) the table reads: the three DP-AGD keys of Figures
-    2 and 3 and of the reference experiment."""
-    from ...experiments import cells
+def gap_cells(paper) -> list:
+    """The cells (:class:`dperm.grid.Cell`) the table reads: the three DP-AGD keys of Figures 2
+    and 3 and of the reference experiment."""
+    from ...grid import cells
 
     wanted = set(ROLES.values())
-    return [c for c in cells(paper, [e for e in EXPERIMENTS if e in paper["experiments"]]) if c.algorithm in wanted]
+    return [c for c in cells(paper, [e for e in EXPERIMENTS if e in paper.experiments]) if c.algorithm in wanted]
 
 
 def _stats(records: pd.DataFrame) -> pd.DataFrame:

@@ -8,14 +8,12 @@ non-private L-BFGS solve), the excess-risk figures (log–log) and the cost figu
 
 from __future__ import annotations
 
-import json
-
 import matplotlib.pyplot as plt  # noqa: E402,I001  (after dperm.report.figures chose the backend)
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from ...report.figures import algorithm_styles, epsilon_axis, legend_and_caption, save_figure
+from ...report.figures import algorithm_styles, epsilon_axis, legend_and_caption
+from ...report.stats import extra_column, t_interval
 
 KEYS = ["experiment", "privacy", "dataset", "model", "algorithm", "label", "epsilon"]
 EXTRA = ["solver", "guarantee", "steps_for_target", "grad_evals_for_target", "sensitivity", "noise_scale",
@@ -28,20 +26,14 @@ def load(records: pd.DataFrame) -> pd.DataFrame:
     """The records with ``privacy`` ("pure" for δ = 0, else "approx") and the extra fields used."""
     out = records.copy()
     out["privacy"] = np.where(out["delta"] > 0, "approx", "pure")
-    parsed = [json.loads(text) if isinstance(text, str) and text else {} for text in out["extra"]]
     for key in EXTRA:
-        out[key] = [p.get(key) for p in parsed]
+        out[key] = extra_column(out, key)
     return out
 
 
 def _mean_ci(values) -> tuple[float, float, int]:
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return np.nan, np.nan, 0
-    if len(v) == 1:
-        return float(v[0]), np.nan, 1
-    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))), len(v)
+    interval = t_interval(values)
+    return interval.mean, interval.half, interval.n
 
 
 def cell_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -110,7 +102,7 @@ def _positive(values):
     return np.where(v > 0, v, np.nan)
 
 
-def excess_figure(cells: pd.DataFrame, privacy: str, png, pdf, *, title: str, caption: str, order, labels):
+def excess_figure(cells: pd.DataFrame, privacy: str, *, title: str, caption: str, order, labels):
     """Excess empirical risk against ε (log–log), one panel per (dataset, model)."""
     data = cells[(cells["privacy"] == privacy) & (cells["algorithm"] != BASELINE)]
     panels = list(dict.fromkeys(zip(data["dataset"], data["model"])))
@@ -139,7 +131,7 @@ def excess_figure(cells: pd.DataFrame, privacy: str, png, pdf, *, title: str, ca
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     legend_and_caption(fig, axes, title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def _short(dataset: str, model: str) -> str:
@@ -149,7 +141,7 @@ def _short(dataset: str, model: str) -> str:
     return f"{name}\n{model.replace('lr-mu', 'μ = ')}"
 
 
-def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, order, labels):
+def cost_figure(cells: pd.DataFrame, *, title: str, caption: str, order, labels):
     """Gradient evaluations (full-gradient equivalents) and seconds per run of each method, one
     group of bars per (dataset, model), ε-DP cells (the solves do not depend on ε)."""
     data = cells[cells["privacy"] == "pure"]
@@ -176,4 +168,4 @@ def cost_figure(cells: pd.DataFrame, png, pdf, *, title: str, caption: str, orde
         ax.set_ylabel(name, fontsize=9)
         ax.grid(alpha=0.3, which="both", axis="y", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig

@@ -23,14 +23,25 @@ import numpy as np
 import pandas as pd
 
 from ...datasets import synthetic
-from ...report.figures import algorithm_styles, legend_and_caption, save_figure
+from ...report.figures import algorithm_styles, legend_and_caption
+from ...report.stats import half_width, with_extra
 
 BOOTSTRAP = 2000
 PRIVATE = ("outpert-exact", "bb-agd")
 
 
+#: what the rates experiments' records carry in ``extra`` (the algorithm's noise law; the metric
+#: hooks' curvature and population excess, dperm.protocol.metric_hooks)
+EXTRA = ("expected_noise_norm_sq", "sensitivity", "noise_scale", "curvature", "optimum_gap_bound",
+         "population_excess_risk", "n_population")
+
+
 def load(records: pd.DataFrame) -> pd.DataFrame:
-    out = records.copy()
+    """The records with n and d (from the synthetic dataset's name), ``privacy`` and the extra
+    fields as columns; non-private fits have no noise (0)."""
+    out = with_extra(records, EXTRA)
+    for key in ("expected_noise_norm_sq", "sensitivity", "noise_scale"):
+        out[key] = out[key].fillna(0.0)
     shapes = [synthetic.parse(d) for d in out["dataset"]]
     out["n"] = [s[1] for s in shapes]
     out["d"] = [s[2] for s in shapes]
@@ -41,8 +52,6 @@ def load(records: pd.DataFrame) -> pd.DataFrame:
 
 def points(records: pd.DataFrame) -> pd.DataFrame:
     """Mean and 95% half-width of each quantity per (privacy, algorithm, n, d)."""
-    from scipy import stats
-
     rows = []
     for key, g in records.groupby(["privacy", "algorithm", "label", "n", "d"], sort=True):
         row = dict(zip(["privacy", "algorithm", "label", "n", "d"], key))
@@ -50,8 +59,7 @@ def points(records: pd.DataFrame) -> pd.DataFrame:
             v = g[metric].to_numpy(float)
             v = v[np.isfinite(v)]
             row[metric] = v.mean() if len(v) else np.nan
-            row[f"{metric}_ci95"] = (stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
-                                     if len(v) > 1 else np.nan)
+            row[f"{metric}_ci95"] = half_width(v)
         row["curvature"] = float(g["curvature"].mean())
         row["expected_noise_norm_sq"] = float(g["expected_noise_norm_sq"].mean())
         row["predicted_excess"] = 0.5 * row["curvature"] * row["expected_noise_norm_sq"]
@@ -139,7 +147,7 @@ def _series(ax, pts, col, metric, keys, style, labels):
                         lw=0)
 
 
-def n_figure(pts: pd.DataFrame, d: int, png, pdf, *, title, caption, labels, order, population_rows: int):
+def n_figure(pts: pd.DataFrame, d: int, *, title, caption, labels, order, population_rows: int):
     data = pts[pts["d"] == d]
     keys = [k for k in order if k in set(data["algorithm"])]
     style = algorithm_styles([k for k in keys if k != "nonprivate"], order)
@@ -181,10 +189,10 @@ def n_figure(pts: pd.DataFrame, d: int, png, pdf, *, title, caption, labels, ord
         ax.set_xlabel("n (training rows, log scale)")
         ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=4)
-    save_figure(fig, png, pdf)
+    return fig
 
 
-def d_figure(pts: pd.DataFrame, n: int, png, pdf, *, title, caption, labels, order):
+def d_figure(pts: pd.DataFrame, n: int, *, title, caption, labels, order):
     data = pts[(pts["n"] == n) & (pts["algorithm"] != "nonprivate")]
     keys = [k for k in order if k in set(data["algorithm"])]
     style = algorithm_styles(keys, order)
@@ -208,4 +216,4 @@ def d_figure(pts: pd.DataFrame, n: int, png, pdf, *, title, caption, labels, ord
                 ax.set_xlabel("d (features, log scale)")
             ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=4)
-    save_figure(fig, png, pdf)
+    return fig

@@ -16,9 +16,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt  # noqa: E402,I001  (after dperm.report.figures chose the backend)
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from ...report.figures import legend_and_caption, save_figure
+from ...report.figures import legend_and_caption
+from ...report.stats import extra_column, t_interval, with_extra
 
 TERM_METRICS = ("test_loss", "worst_group_loss", "accuracy", "worst_group_accuracy")
 TERM_LABELS = {"test_loss": "average test loss", "worst_group_loss": "worst-group test loss",
@@ -26,11 +26,35 @@ TERM_LABELS = {"test_loss": "average test loss", "worst_group_loss": "worst-grou
 
 
 def _mean_ci(v):
-    v = np.asarray(v, float)
-    v = v[np.isfinite(v)]
-    if len(v) < 2:
-        return (float(v.mean()) if len(v) else np.nan), np.nan
-    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+    interval = t_interval(v)
+    return interval.mean, interval.half
+
+
+#: what the tilted-ERM and adversarial records carry in ``extra`` beside the algorithm's noise
+NOISE = ("sensitivity", "noise_scale")
+GROUPS = ("worst_group_loss", "worst_group_accuracy", "tilted_objective", "tilted_objective_t", "smallest_group",
+          "n_groups")
+
+
+def load_term(records: pd.DataFrame) -> pd.DataFrame:
+    """Tilted-ERM records with the groups hook's measures (dperm.protocol.metric_hooks) and the
+    release's noise as columns (non-private fits: no noise, 0)."""
+    out = with_extra(records, NOISE + GROUPS)
+    out["tilt"] = out["tilted_objective_t"]  # the fit's own tilt (the algorithm's, defaults filled in)
+    out["worst_loss_group"] = extra_column(records, "worst_loss_group")
+    out["worst_accuracy_group"] = extra_column(records, "worst_accuracy_group")
+    out[list(NOISE)] = out[list(NOISE)].fillna(0.0)
+    return out
+
+
+def load_adv(records: pd.DataFrame, radii) -> pd.DataFrame:
+    """Adversarial-training records with the robust hook's accuracies and training radius and the
+    release's noise as columns (non-private fits: no noise, 0)."""
+    from ...protocol.metric_hooks import radius_token
+
+    out = with_extra(records, NOISE + ("train_radius",) + tuple(f"robust_accuracy_{radius_token(r)}" for r in radii))
+    out[list(NOISE)] = out[list(NOISE)].fillna(0.0)
+    return out
 
 
 def _setting(records: pd.DataFrame) -> np.ndarray:
@@ -64,7 +88,7 @@ def term_table(records: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def term_figure(table: pd.DataFrame, png, pdf, *, title, caption):
+def term_figure(table: pd.DataFrame, *, title, caption):
     fig, axes = plt.subplots(2, 2, figsize=(8.6, 6.4), squeeze=False)
     settings = ["non-private"] + sorted((s for s in table["privacy"].unique() if s != "non-private"),
                                         key=lambda s: float(s.split("= ")[1]))
@@ -82,10 +106,10 @@ def term_figure(table: pd.DataFrame, png, pdf, *, title, caption):
         ax.set_ylabel(TERM_LABELS[metric])
         ax.grid(alpha=0.3, lw=0.5)
     legend_and_caption(fig, axes, title, caption)
-    save_figure(fig, png, pdf)
+    return fig
 
 
-def term_noise_figure(table: pd.DataFrame, *, n: int, loss_range: float, png, pdf, title, caption):
+def term_noise_figure(table: pd.DataFrame, *, n: int, loss_range: float, title, caption):
     """Sensitivity and noise scale against t (log y), with the bound's e^{tM}/(e^{tM} + n − 1)
     growth drawn from the ERM value."""
     fig, axes = plt.subplots(1, 2, figsize=(8.6, 3.4), squeeze=False)
@@ -109,7 +133,7 @@ def term_noise_figure(table: pd.DataFrame, *, n: int, loss_range: float, png, pd
         ax.set_ylabel(name)
         ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=3)
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def adv_table(records: pd.DataFrame, radii) -> pd.DataFrame:
@@ -126,7 +150,7 @@ def adv_table(records: pd.DataFrame, radii) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def adv_figure(table: pd.DataFrame, radii, png, pdf, *, title, caption):
+def adv_figure(table: pd.DataFrame, radii, *, title, caption):
     datasets = list(dict.fromkeys(table["dataset"]))
     settings = ["non-private"] + sorted((s for s in table["privacy"].unique() if s != "non-private"),
                                         key=lambda s: float(s.split("= ")[1]))
@@ -154,4 +178,4 @@ def adv_figure(table: pd.DataFrame, radii, png, pdf, *, title, caption):
                 ax.set_ylabel("accuracy under attack")
             ax.grid(alpha=0.3, lw=0.5)
     legend_and_caption(fig, axes, title, caption)
-    save_figure(fig, png, pdf)
+    return fig

@@ -5,8 +5,7 @@ the paper: docs/papers/zhang2017.md.
 The grid (Table 3, RRPSGD on an MLP, the runtime runs) is ``config/papers/zhang2017.yaml``; this
 package assembles Table 3 beside the published numbers (:mod:`.tables`), the claims check, the
 error figure (:mod:`.plot`), the Table 2 analogue and the RRPSGD and runtime tables from the
-cell records (:mod:`.runs`), each a ``python -m dperm zhang2017 <verb>`` command run by
-``workflow/rules/papers/zhang2017.smk``.
+cell records (:mod:`.runs`), declared in ``PRODUCTS``.
 """
 
 from __future__ import annotations
@@ -23,26 +22,22 @@ TABLE2_NOTE = ("Table 2 (Zhang et al. 2017) beside ours. Ours: the zhang profile
                "the training file adult.data alone, with the '?' values kept (as a category here).")
 
 
-def analysis_spec(paper: dict, analysis: str) -> dict:
-    """What one of the paper's analyses (config ``analyses.<name>``) reads from the config: its
-    experiments, their algorithms and the models (a rule parameter, so it reruns exactly when
-    one of them changes)."""
-    cfg = paper["analyses"][analysis]
-    exps = {name: paper["experiments"][name] for name in cfg["experiments"]}
+def analysis_spec(paper, analysis: str) -> dict:
+    """What one of the paper's analyses (config ``analyses.<name>``) reads from the config
+    (:class:`dperm.grid.Paper`): its experiments, their algorithms and the models (a rule
+    parameter, so it reruns exactly when one of them changes)."""
+    cfg = paper.analyses[analysis]
+    exps = {name: paper.experiments[name].raw for name in cfg["experiments"]}
     keys = sorted({key for exp in exps.values() for key in exp["algorithms"]})
-    return {**cfg, "experiments": exps, "algorithms": {key: paper["algorithms"][key] for key in keys},
-            "models": paper["models"], "batch_size": paper["algorithms"]["bassily-sgd"].get("batch_size", 50)}
+    return {**cfg, "experiments": exps, "algorithms": {key: paper.algorithms[key] for key in keys},
+            "models": paper.models, "batch_size": paper.algorithms["bassily-sgd"].get("batch_size", 50)}
 
 
-# verb -> (help, its positional input, the files it writes, whether it takes a --spec)
-VERBS = {
-    "table3": ("Table 3 from the table3 cell records and the published numbers", "records", ("csv", "md"), True),
-    "claims": ("does OutPert-GD beat Bassily et al. per cell, as the paper reports?", "table3", ("csv", "md"), False),
-    "figure": ("error against epsilon, one panel per dataset and mu", "table3", ("png", "pdf"), False),
-    "table2": ("dataset table: ours (zhang profile) beside the paper's Table 2", "provenance", ("csv", "md"), False),
-    "rrpsgd": ("RRPSGD table and figure from the rrpsgd cell records", "records", ("csv", "md", "png", "pdf"), True),
-    "runtime": ("runtime table from the runtime cell records", "records", ("csv", "md"), True),
-}
+_ANALYSIS = {"type": "object", "required": ["experiments"],
+             "properties": {"experiments": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                            "nonprivate_tuning": {"type": "string"}}, "additionalProperties": False}
+ANALYSES_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["table3", "rrpsgd", "runtime"],
+                   "properties": {"table3": _ANALYSIS, "rrpsgd": _ANALYSIS, "runtime": _ANALYSIS}}
 
 
 SCORECARD_TABLES = ("table2", "table3", "claims")
@@ -88,22 +83,6 @@ def scorecard(tables):
                      "Table 3 (errors and running times) and Table 2 (dataset sizes) are the paper's printed numbers.")
 
 
-def add_cli(sub) -> None:
-    from ...report.tables import add_output_arguments
-
-    p = sub.add_parser("zhang2017", help="Zhang et al. 2017: Table 3, claims, figures, RRPSGD, runtime")
-    verbs = p.add_subparsers(dest="verb", required=True)
-    handlers = {"table3": _table3, "claims": _claims, "figure": _figure, "table2": _table2, "rrpsgd": _rrpsgd,
-                "runtime": _runtime}
-    for verb, (text, source, outputs, spec) in VERBS.items():
-        v = verbs.add_parser(verb, help=text)
-        v.add_argument(source, nargs="+" if source in ("records", "provenance") else None)
-        if spec:
-            v.add_argument("--spec", required=True, help="what the analysis reads from the config, as JSON")
-        add_output_arguments(v, outputs)
-        v.set_defaults(func=handlers[verb])
-
-
 def _published():
     from .. import published
     from .tables import load_published
@@ -112,42 +91,30 @@ def _published():
         return load_published(fh)
 
 
-def _table3(args) -> None:
-    import json
-
-    from ...files import write_text_atomic
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records
+def _table3(inputs):
+    from ...report.products import Made, Table
     from .tables import table3, table3_markdown, table3_note
 
-    spec = json.loads(args.spec)
+    spec = inputs.spec
     tuning = f"non-private ({spec['nonprivate_tuning']})"
-    table = table3(read_records(args.records), _published(), spec["models"], int(spec["batch_size"]), tuning)
-    write_text_atomic(args.csv, table.to_csv(index=False))
-    shown = table3_markdown(table)
-    note = with_quick_note(table3_note(table, spec["experiments"], tuning), args.quick)
-    write_text_atomic(args.md, note + "\n\n" + shown.astype(object).where(shown.notna(), "").to_markdown(index=False)
-                      + "\n")
+    table = table3(inputs.cells, _published(), spec["models"], int(spec["batch_size"]), tuning)
+    return Made(tables={"table3": Table(table, table3_note(table, spec["experiments"], tuning),
+                                        shown=table3_markdown(table))})
 
 
-def _claims(args) -> None:
-    import pandas as pd
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+def _claims(inputs):
+    from ...report.products import Made, Table
     from .tables import claims, claims_note
 
-    table = claims(pd.read_csv(args.table3))
-    write_table(table, args.csv, args.md, with_quick_note(claims_note(table), args.quick))
+    table = claims(inputs.table("table3"))
+    return Made(tables={"claims": Table(table, claims_note(table))})
 
 
-def _figure(args) -> None:
-    import pandas as pd
-
-    from ...report.captions import with_quick_note
+def _error_figure(inputs):
+    from ...report.products import Made
     from .plot import error_figure
 
-    table = pd.read_csv(args.table3)
+    table = inputs.table("table3")
     caps = sorted(set(table["steps_bassily"].dropna().astype(int)))
     runs = int(table["runs_outpert"].max())
     caption = (f"Error E[F(w_priv)] − F(ŵ) on the training set against ε (δ = 0.001), mean of {runs} runs with 95% "
@@ -156,30 +123,27 @@ def _figure(args) -> None:
                f"min(n²/m, {', '.join(map(str, caps))}) steps with noise for the steps run; "
                "OutPert-GD uses Theorem 2/3's "
                "T and η with D from a non-private solve (tuning: non-private). Non-positive values are not drawn.")
-    title = ("[quick run] " if args.quick else "") + "Zhang et al. 2017, Table 3: error against ε"
-    error_figure(table, args.png, args.pdf, title=title, caption=with_quick_note(caption, args.quick))
+    figure = error_figure(table, title=inputs.title("Zhang et al. 2017, Table 3: error against ε"),
+                          caption=inputs.caption(caption))
+    return Made(figures={"error": figure})
 
 
-def _table2(args) -> None:
-    from ...report.captions import with_quick_note
-    from ...report.tables import write_table
+def _table2(inputs):
+    from ...report.products import Made, Table
     from .tables import table2
 
-    write_table(table2(args.provenance, DATASET_SHAPES), args.csv, args.md, with_quick_note(TABLE2_NOTE, args.quick))
+    return Made(tables={"table2": Table(table2(inputs.files["provenance"], DATASET_SHAPES), TABLE2_NOTE)})
 
 
-def _rrpsgd(args) -> None:
-    import json
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+def _rrpsgd(inputs):
+    from ...report.products import Made, Table
     from .plot import rrpsgd_figure
     from .runs import rrpsgd_table
 
-    spec = json.loads(args.spec)
+    spec = inputs.spec
     (exp,) = spec["experiments"].values()
     model = spec["models"][exp["models"][0]]
-    table = rrpsgd_table(read_records(args.records))
+    table = rrpsgd_table(inputs.cells)
     hidden = model.get("loss_params", {}).get("hidden", "d")
     hyper = next(iter(spec["algorithms"].values()))
     note = (f"RRPSGD (Zhang et al. 2017, Alg. 2; the paper has no experiment for it) on a one-hidden-layer tanh MLP "
@@ -192,23 +156,21 @@ def _rrpsgd(args) -> None:
             f"run (valid for every ε). Per-example gradients clipped to L = {hyper.get('clip')} (the MLP has no global "
             "Lipschitz constant). grad_norm_sq_at_init = mean ‖∇F(w₀)‖² at each run's public random initialisation. "
             "Seconds: wall time per run.")
-    write_table(table, args.csv, args.md, with_quick_note(note, args.quick))
-    title = ("[quick run] " if args.quick else "") + \
-        f"RRPSGD on an MLP ({', '.join(exp['datasets'])}): E‖∇F(w_R)‖² against ε"
-    rrpsgd_figure(table, args.png, args.pdf, title=title, caption=with_quick_note(
-        "Dotted: Theorem 5's bound with the declared β. Dashed black: ‖∇F‖² at the random initialisation. "
-        "Bands: 95% CI of the mean (lower edge at a tenth of the smallest mean where it reaches 0).", args.quick))
+    figure = rrpsgd_figure(table, title=inputs.title(f"RRPSGD on an MLP ({', '.join(exp['datasets'])}): E‖∇F(w_R)‖² "
+                                                     "against ε"),
+                           caption=inputs.caption(
+                               "Dotted: Theorem 5's bound with the declared β. Dashed black: ‖∇F‖² at the random "
+                               "initialisation. Bands: 95% CI of the mean (lower edge at a tenth of the smallest "
+                               "mean where it reaches 0)."))
+    return Made(tables={"rrpsgd": Table(table, note)}, figures={"rrpsgd": figure})
 
 
-def _runtime(args) -> None:
-    import json
-
-    from ...report.captions import with_quick_note
-    from ...report.tables import read_records, write_table
+def _runtime(inputs):
+    from ...report.products import Made, Table
     from .runs import runtime_table
 
-    spec = json.loads(args.spec)
-    table = runtime_table(read_records(args.records), _published())
+    spec = inputs.spec
+    table = runtime_table(inputs.cells, _published())
     bassily = table[table["algorithm"] == "bassily-sgd"]
     capped = bool((bassily["steps"] < bassily["steps_theorem"]).any())
     runs = sorted({e["protocol"]["repeats"] * e["protocol"]["draws"] for e in spec["experiments"].values()})
@@ -220,4 +182,42 @@ def _runtime(args) -> None:
             + "one run per dataset and μ listed (the per-step cost does not depend on ε or μ; the published Bassily "
               "time is the mean of the paper's four ε of that dataset and μ). error_mean = E[F(w_priv)] − F(ŵ) of "
               "these runs. The number of runs is what fits an hour on 2 cores (BANK's 40.9M steps are the largest).")
-    write_table(table, args.csv, args.md, with_quick_note(note, args.quick))
+    return Made(tables={"runtime": Table(table, note)})
+
+
+def _analysis(name):
+    """(the analysis's spec, the experiments whose cells it reads) of ``analyses.<name>``."""
+    return (lambda paper: analysis_spec(paper, name)), (lambda paper: paper.analyses[name]["experiments"])
+
+
+def _table2_provenance(paper):
+    return [(d, paper.experiments[e].profile) for e in paper.analyses["table3"]["experiments"]
+            for d in paper.experiments[e].datasets]
+
+
+def _cells_of(name):
+    def select(paper):
+        from ...grid import cells
+
+        return cells(paper, paper.analyses[name]["experiments"])
+
+    return select
+
+
+def _products():
+    from ...report.products import Product, Reads
+
+    return (
+        Product("table3", make=_table3, tables=("table3",), spec=_analysis("table3")[0],
+                reads=Reads(cells=_cells_of("table3"))),
+        Product("claims", make=_claims, tables=("claims",), reads=Reads(tables=("table3",))),
+        Product("error", make=_error_figure, figures=("error",), section="figures", reads=Reads(tables=("table3",))),
+        Product("table2", make=_table2, tables=("table2",), reads=Reads(provenance=_table2_provenance)),
+        Product("rrpsgd", make=_rrpsgd, tables=("rrpsgd",), figures=("rrpsgd",), section="RRPSGD",
+                spec=_analysis("rrpsgd")[0], reads=Reads(cells=_cells_of("rrpsgd"))),
+        Product("runtime", make=_runtime, tables=("runtime",), section="runtime (theorem settings)",
+                spec=_analysis("runtime")[0], reads=Reads(cells=_cells_of("runtime")), target="zhang2017-runtime"),
+    )
+
+
+PRODUCTS = _products()

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after dperm.report.figures chose
 import numpy as np
 import pandas as pd
 
-from ...report.figures import epsilon_axis, legend_and_caption, save_figure  # selects the Agg backend first
+from ...report.figures import epsilon_axis, legend_and_caption  # selects the Agg backend first
 
 SERIES = [("outpert", "OutPert-GD (ours)", "tab:blue", "o"),
           ("bassily", "Bassily et al. (ours, step cap)", "tab:red", "s")]
@@ -22,7 +22,7 @@ def _positive(values):
     return np.where(v > 0, v, np.nan)  # a log axis cannot show ≤ 0 (an error can be < 0 by noise)
 
 
-def error_figure(t: pd.DataFrame, png, pdf, *, title="", caption=""):
+def error_figure(t: pd.DataFrame, *, title="", caption=""):
     datasets = list(dict.fromkeys(t["dataset"]))
     fig, axes = plt.subplots(2, len(datasets), figsize=(3.3 * len(datasets), 5.6), squeeze=False)
     for j, dataset in enumerate(datasets):
@@ -57,10 +57,10 @@ def error_figure(t: pd.DataFrame, png, pdf, *, title="", caption=""):
                 ax.set_ylabel("error E[F(w_priv)] − F(ŵ)")
             ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption)
-    save_figure(fig, png, pdf)
+    return fig
 
 
-def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
+def rrpsgd_figure(table: pd.DataFrame, *, title="", caption=""):
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     styles = {"theorem4": ("tab:purple", "o", "Theorem 4 noise (ε ≤ 1)"),
               "calibrated": ("tab:green", "s", "calibrated noise (all ε)")}
@@ -82,4 +82,4 @@ def rrpsgd_figure(table: pd.DataFrame, png, pdf, *, title="", caption=""):
     ax.set_ylabel("squared gradient norm")
     ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, np.array([[ax]]), title, caption, ncol=2)
-    save_figure(fig, png, pdf)
+    return fig

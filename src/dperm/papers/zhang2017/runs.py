@@ -9,24 +9,10 @@ wall time per run of a job pinned to one BLAS thread.
 
 from __future__ import annotations
 
-import json
-import math
-
 import numpy as np
 import pandas as pd
 
-
-def extra_column(records: pd.DataFrame, key: str) -> pd.Series:
-    """One field of the records' ``extra`` JSON as a column (NaN where a record lacks it)."""
-    values = [json.loads(text).get(key) if isinstance(text, str) and text else None for text in records["extra"]]
-    return pd.Series(values, index=records.index, dtype=object)
-
-
-def _ci95(values: np.ndarray) -> float:
-    from scipy import stats
-
-    n = len(values)
-    return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n)) if n > 1 else np.nan
+from ...report.stats import extra_column, half_width
 
 
 def rrpsgd_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -39,7 +25,7 @@ def rrpsgd_table(records: pd.DataFrame) -> pd.DataFrame:
     for (noise, eps), g in frame.groupby(["noise", "epsilon"], sort=True):
         v = g["grad_norm_sq"].to_numpy(float)
         rows.append({"noise": noise, "epsilon": eps, "runs": len(v), "grad_norm_sq_mean": v.mean(),
-                     "grad_norm_sq_ci95": _ci95(v), "grad_norm_sq_median": float(np.median(v)),
+                     "grad_norm_sq_ci95": half_width(v), "grad_norm_sq_median": float(np.median(v)),
                      "theorem5_bound": g["utility_bound"].astype(float).mean(),
                      "grad_norm_sq_at_init": g["grad_norm_sq_init"].astype(float).mean(),
                      "noise_std": float(g["noise_std"].iloc[0]),

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...report.stats import mean_pm
 from ...report.tables import summarise
 
 ALGOS = {"outpert-gd": "outpert", "bassily-sgd": "bassily"}
@@ -100,10 +101,8 @@ def table3(records: pd.DataFrame, published: pd.DataFrame, models: dict, batch_s
     return out.reset_index(drop=True)
 
 
-def _pm(mean, half, digits=3):
-    if not np.isfinite(mean):
-        return ""
-    return f"{mean:.{digits}g}" + (f" ± {half:.1g}" if np.isfinite(half) else "")
+def _pm(mean, half):
+    return mean_pm(mean, half, digits=3, half_digits=1)
 
 
 def table3_markdown(t: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,182 @@
+"""Fully resolved specifications: what a job, an optimum or a figure reads from the config, as
+plain JSON-able data, so Snakemake (which passes them as rule parameters: a changed value reruns
+exactly what it fixes) and ``python -m dperm`` agree.
+
+Hyper-parameters of a cell, later entries winning: the algorithm's registered defaults < the
+paper's ``algorithms`` section < the experiment's ``hyper`` < the experiment's ``per_dataset`` <
+the swept value (parameter sweeps) < values chosen by the paper's non-private tuning run
+(:func:`apply_tuning`, which marks the cell ``tuning: non-private``). The model: the paper's
+``models`` < the experiment's ``model_overrides`` < the algorithm's ``model_overrides`` < the
+experiment's ``per_dataset`` < tuned λ.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from ..protocol.settings import format_epsilon
+from .cells import Cell, Job, base_key, experiment_profile, job_settings, sweep_lookup
+from .views import Paper
+
+#: keys of an ``algorithms`` entry that are not hyper-parameters
+RESERVED = ("use", "profile", "label", "model_overrides")
+
+
+def uses_tuning(paper: Paper, experiment: str, algorithm: str) -> dict | None:
+    """What of a cell the paper's non-private tuning run chooses (``{"l2": bool, "hyper":
+    bool}``), or None when it chooses nothing."""
+    tuning = paper.tuning
+    if tuning is None or experiment not in tuning.experiments:
+        return None
+    l2 = algorithm in tuning.l2_algorithms
+    hyper = tuning.hyper_for(algorithm) is not None
+    return {"l2": l2, "hyper": hyper} if l2 or hyper else None
+
+
+def job_uses_tuning(paper: Paper, job: Job) -> bool:
+    return uses_tuning(paper, job.experiment, base_key(paper, job)) is not None
+
+
+def cell_spec(paper: Paper, cell: Cell, seed: int) -> dict:
+    """Everything a job needs to run a cell, as plain JSON-able data. A cell whose values come
+    from the tuning run carries ``tuned`` (what is chosen there) and is completed by
+    :func:`apply_tuning` inside the job, so that the spec itself depends on the config only."""
+    exp = paper.experiments[cell.experiment]
+    key, swept = sweep_lookup(exp).get(cell.algorithm, (cell.algorithm, None))
+    algo_cfg = copy.deepcopy(paper.algorithms[key])
+    hyper = {k: v for k, v in algo_cfg.items() if k not in RESERVED}
+    hyper.update(exp.hyper.get(key, {}))
+    hyper.update(exp.per_dataset.get(cell.dataset, {}).get(key, {}))
+    sweep = ""
+    if swept is not None:
+        hyper[exp.sweep.param] = swept
+        sweep = f"{exp.sweep.param}={swept}"
+    model = {"name": cell.model, **copy.deepcopy(paper.models[cell.model])}
+    model.update(exp.model_overrides.get(cell.model, {}))
+    model.update(algo_cfg.get("model_overrides", {}).get(cell.model, {}))
+    model.update(exp.per_dataset.get(cell.dataset, {}).get("models", {}).get(cell.model, {}))
+    spec = {
+        "paper": cell.paper, "experiment": cell.experiment, "dataset": cell.dataset,
+        "profile": experiment_profile(paper, cell.experiment, key),
+        "model": model, "algorithm": paper.registered_name(key), "cell_algorithm": cell.algorithm,
+        "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon, "delta": exp.delta,
+        "protocol": copy.deepcopy(exp.protocol), "seed": int(seed),
+        "tuning": "non-private" if exp.data_derived.get(key) else "private",
+    }
+    if exp.splits_of is not None:
+        spec["splits_of"] = exp.splits_of
+    if algo_cfg.get("label"):  # the name in tables and legends (records' ``label``)
+        spec["label"] = algo_cfg["label"]
+    if exp.metrics:  # metric hooks the protocol computes on every fit (dperm.protocol.metrics)
+        spec["metrics"] = copy.deepcopy(exp.metrics)
+    tuned = uses_tuning(paper, cell.experiment, key)
+    if tuned is not None:
+        spec["tuned"] = {**tuned, "key": key, "profile": exp.profile}
+    return spec
+
+
+def job_specs(paper: Paper, job: Job, seed: int) -> list[dict]:
+    """The specs a job runs: one per target ε (a row) or the non-private cell, or for step-count
+    settings one spec, the longest, whose run also releases the shorter ones (``path``)."""
+    settings_ = job_settings(paper, job)
+    steps = sorted(int(s[1:]) for s in settings_ if s.startswith("T"))
+    if steps:
+        longest = cell_spec(paper, Cell(*vars(job).values(), f"T{steps[-1]}"), seed)
+        return [{**longest, "path": steps[:-1]} if len(steps) > 1 else longest]
+    return [cell_spec(paper, Cell(*vars(job).values(), s), seed) for s in settings_]
+
+
+def apply_tuning(spec: dict, tuned: dict | None) -> dict:
+    """``spec`` with the choices of the tuning run (λ and/or the algorithm's grid point) filled
+    in and marked ``tuning: non-private``; a spec that uses none is returned unchanged."""
+    what = spec.get("tuned")
+    if what is None:
+        return spec
+    if tuned is None:
+        raise ValueError(f"the cell {spec['paper']}/{spec['experiment']}/{spec['dataset']}/"
+                         f"{spec['model']['name']}/{spec['cell_algorithm']} needs the paper's tuning choices")
+    try:
+        chosen = tuned[spec["dataset"]][what["profile"]][spec["model"]["name"]]
+    except KeyError:
+        raise ValueError(f"the tuning choices have nothing for dataset {spec['dataset']!r}, tuning profile "
+                         f"{what['profile']!r}, model {spec['model']['name']!r}") from None
+    out = copy.deepcopy(spec)
+    if what["l2"]:
+        out["model"]["l2"] = chosen["l2"]
+    if what["hyper"]:
+        out["hyper"].update(chosen.get("hyper", {}).get(what["key"], {}))
+    out["tuning"] = "non-private"
+    return out
+
+
+def figure_spec(paper: Paper, name: str) -> dict:
+    """Everything a declared figure reads from the configuration (its own entry, its
+    experiment's protocol, panels and swept values, the protocols of the experiments it borrows
+    from, the paper's algorithm order for colours, whether it is a quick run)."""
+    figure = paper.figures[name]
+    fig = figure.as_config()
+    exp = paper.experiments[figure.experiment]
+    drawn = figure.algorithms if figure.algorithms is not None else exp.algorithms
+    return {**fig, "figure": name, "protocol": copy.deepcopy(exp.protocol),
+            "experiment_models": list(exp.models), "experiment_datasets": list(exp.datasets),
+            "experiment_algorithms": list(exp.algorithms),
+            "sweep_values": {key: value for key, (_, value) in sweep_lookup(exp).items()},
+            "steps": {key: list(steps) for key, steps in exp.steps.items() if key in drawn},
+            "borrowed_protocols": {e: copy.deepcopy(paper.experiments[e].protocol) for e in figure.borrow},
+            "palette": list(paper.algorithms), "quick": paper.quick}
+
+
+def figure_datasets(paper: Paper, name: str) -> list[str]:
+    figure = paper.figures[name]
+    if figure.panels is not None:
+        return [p.dataset for p in figure.panels]
+    return list(figure.datasets if figure.datasets is not None else paper.experiments[figure.experiment].datasets)
+
+
+# -- certified optima --------------------------------------------------------------------------------
+
+def l2_token(l2: float) -> str:
+    return "0" if l2 == 0 else format_epsilon(l2)
+
+
+def optimum_path(spec: dict) -> str:
+    """Optima are shared by every cell with the same data, splits, loss and λ."""
+    return (f"results/optima/{spec['paper']}/{spec['experiment']}/{spec['dataset']}/"
+            f"{spec['model']['name']}/{spec['profile']}/l2-{l2_token(spec['model'].get('l2', 0.0))}.csv")
+
+
+def solves_optimum(paper: Paper, model: str) -> bool:
+    """Whether a cell of ``model`` is compared with the optima of its splits: convex models (a
+    certified optimum), non-convex ones only when the paper asks for multi-start solves
+    (``optimum: {multistart: k}``), and never in papers that turn optima off (``solve: false``)."""
+    convex = paper.model_loss(model) != "mlp"
+    return paper.optimum.solve and (convex or paper.optimum.multistart > 0)
+
+
+def optimum_spec(paper: Paper, experiment: str, dataset: str, model: str, profile: str, l2: float,
+                 seed: int) -> dict:
+    """What fixes an optimum: data (dataset, profile), splits (protocol, seed), loss and λ, and
+    (only when off: older specs stay valid) whether the unregularised optimum L* is solved."""
+    exp = paper.experiments[experiment]
+    spec = {"paper": paper.key, "experiment": experiment, "dataset": dataset, "profile": profile,
+            "model": {"name": model, **copy.deepcopy(paper.models[model]),
+                      **exp.model_overrides.get(model, {}), "l2": float(l2)},
+            "protocol": copy.deepcopy(exp.protocol), "seed": int(seed)}
+    if not paper.optimum.unregularised:
+        spec["unregularised"] = False
+    if paper.model_loss(model) == "mlp" and paper.optimum.multistart > 0:
+        spec["multistart"] = {"starts": int(paper.optimum.multistart),
+                              "iterations": int(paper.optimum.multistart_iterations)}
+    if exp.splits_of is not None:
+        spec["splits_of"] = exp.splits_of
+    return spec
+
+
+def dumps(spec) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def paper_path(paper_dir, name: str) -> Path:
+    return Path(paper_dir, f"{name}.yaml")
