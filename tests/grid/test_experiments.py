@@ -53,7 +53,7 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
     assert "l2-0.5.csv" in ex.optimum_path(spec)
     assert untuned["model"]["l2"] == 0.01  # applying the choices does not change the job's spec
     untouched = ex.apply_tuning(ex.cell_spec(paper, nonprivate, seed=3), tuned)
-    assert untouched["model"]["l2"] == 0.01 and untouched["tuning"] == "private"
+    assert untouched["model"]["l2"] == 0.01 and untouched["tuning"] == "n/a"  # a non-private fit: no label
     with pytest.raises(ValueError, match="needs the paper's tuning choices"):
         ex.apply_tuning(untuned, None)
 
@@ -65,7 +65,7 @@ def test_values_derived_from_the_data_mark_their_cells_non_private(tmp_path):
     config["experiments"]["e"]["data_derived"] = {"dp-sgd": ["clip"]}
     paper = _load(tmp_path, config)
     marked = {c.algorithm: ex.cell_spec(paper, c, seed=1)["tuning"] for c in ex.cells(paper)}
-    assert marked == {"nonprivate": "private", "dp-sgd": "non-private", "dp-sgd-long": "private"}
+    assert marked == {"nonprivate": "n/a", "dp-sgd": "non-private", "dp-sgd-long": "private"}
     config["experiments"]["e"]["data_derived"] = {"dp-sgd": ["clipping"]}
     with pytest.raises(Exception, match=r"data_derived.dp-sgd: \['clipping'\] are not hyper-parameters"):
         _load(tmp_path, config)

@@ -90,13 +90,19 @@ def test_table2_keeps_key_order_and_marks_missing_datasets_na():
 
 # -- claims --------------------------------------------------------------------------------------
 
-def row(algorithm, epsilon, accuracy, *, ci=0.002, objective=0.5, spent=None, dataset="adult", model="lr"):
-    """One summary cell; SGD-MA rows (``spent`` given) have setting 'T…' and ε = inf as the runner writes."""
+def row(algorithm, epsilon, accuracy, *, ci=0.002, objective=0.5, spent=None, dataset="adult", model="lr",
+        learns="yes", n=20):
+    """One summary cell (``n`` fits, standard deviations from the half-width ``ci``); SGD-MA rows
+    (``spent`` given) have setting 'T…' and ε = inf as the runner writes."""
+    from dperm.report.stats import t_quantile
+
     computed = spent is not None
-    return {"dataset": dataset, "model": model, "algorithm": algorithm,
+    std = ci * np.sqrt(n) / t_quantile(n - 1)
+    return {"dataset": dataset, "model": model, "algorithm": algorithm, "label": algorithm,
             "setting": "T1000" if computed else f"{epsilon:g}", "epsilon": np.inf if computed else epsilon,
-            "accuracy_mean": accuracy, "accuracy_ci95": ci, "objective_mean": objective,
-            "epsilon_spent_mean": spent if computed else epsilon}
+            "accuracy_mean": accuracy, "accuracy_ci95": ci, "accuracy_std": std, "accuracy_n": n,
+            "objective_mean": objective, "objective_ci95": ci, "objective_std": std, "objective_n": n,
+            "epsilon_spent_mean": spent if computed else epsilon, "learns": learns}
 
 
 def grid(agd, others, extra=()):
@@ -116,18 +122,28 @@ def verdict(table, prefix):
 def test_dp_agd_claim_clear_win_and_clear_loss(agd, others, expected):
     """DP-AGD well above every rival at each ε ≤ 0.8 is 'supported'; well below everywhere is not."""
     out = claims(grid(agd, others))
-    assert list(out.columns) == ["claim", "dataset", "model", "verdict", "evidence"]
+    assert list(out.columns) == ["claim", "source", "scope", "verdict", "test", "reason"]
     assert verdict(out, "DP-AGD is best") == expected
+    assert "Welch" in out.loc[out["claim"].str.startswith("DP-AGD is best"), "test"].iloc[0]
+
+
+def test_dp_agd_claim_resting_on_a_cell_that_does_not_learn_is_inconclusive():
+    """A clear win over a rival stuck at the majority rate says nothing about DP-AGD."""
+    stuck = [row(k, e, 0.70, learns="no") for k in ("objpert", "privgene") for e in SMALL_EPS + [1.6]]
+    out = claims(pd.DataFrame([row("dp-agd", e, 0.85) for e in SMALL_EPS + [1.6]] + stuck))
+    assert verdict(out, "DP-AGD is best") == "inconclusive"
+    assert "does not learn" in out.loc[out["claim"].str.startswith("DP-AGD is best"), "reason"].iloc[0]
 
 
 def test_dp_agd_rivals_are_compared_at_their_own_privacy():
     """A rival only counts at ε at least its own: ObjPert excellent at ε = 1.6 alone does not beat DP-AGD
-    at 0.1, and SGD-MA counts at the ε it spent (0.3 → rival at 0.4 and 0.8 only: 3/5, 'partly')."""
+    at 0.1, and SGD-MA counts at the ε it spent (0.3 → rival at 0.4 and 0.8 only: supported at 3 of 5
+    ε, not supported at 2, so not supported)."""
     extra = [row("objpert", 1.6, 0.99), row("sgd-ma", None, 0.95, spent=0.3)]
     rows = [row("dp-agd", e, 0.80) for e in SMALL_EPS] + [row("privgene", e, 0.70) for e in SMALL_EPS]
     out = claims(pd.DataFrame(rows + extra))
-    assert verdict(out, "DP-AGD is best") == "partly"
-    assert "competitive at 3/5" in out["evidence"].iloc[0]
+    assert verdict(out, "DP-AGD is best") == "not supported"
+    assert "supported on 3 of 5" in out["reason"].iloc[0] and "not supported on 2 of 5" in out["reason"].iloc[0]
 
 
 def test_claims_with_no_rival_rows_at_all():
@@ -135,26 +151,26 @@ def test_claims_with_no_rival_rows_at_all():
     each algorithm; filtering an empty frame used to select no columns and raise KeyError 'epsilon'."""
     summary = pd.DataFrame([row("dp-agd", e, 0.8) for e in SMALL_EPS + [1.6]] + [row("sgd-ma", None, 0.9, spent=1.2)])
     out = claims(summary)
-    assert verdict(out, "DP-AGD is best") == "supported"
-    assert "competitive at 5/5" in out["evidence"].iloc[0]
+    assert verdict(out, "DP-AGD is best") == "not tested"  # no rival at any ε ≤ 0.8
     assert verdict(out, "SGD-MA is best for ε > 0.8 (RDP") == "supported"
 
 
 def test_sgd_ma_not_testable_without_a_setting_in_the_window():
-    """SGD-MA spent ε of 0.5 and 2.0 brackets (0.8, 1.6] without entering it: 'not testable', while
+    """SGD-MA spent ε of 0.5 and 2.0 brackets (0.8, 1.6] without entering it: not tested, while
     ε = 1.6 exactly is in the window."""
     out = claims(grid(0.8, 0.7, [row("sgd-ma", None, 0.9, spent=0.5), row("sgd-ma", None, 0.9, spent=2.0)]))
-    assert verdict(out, "SGD-MA is best for ε > 0.8 (RDP") == "not testable"
-    assert verdict(out, "SGD-MA is best for ε > 0.8 (moments") == "not testable"
+    assert verdict(out, "SGD-MA is best for ε > 0.8 (RDP") == "not tested"
+    assert verdict(out, "SGD-MA is best for ε > 0.8 (moments") == "not tested"
     edge = claims(grid(0.8, 0.7, [row("sgd-ma", None, 0.6, spent=1.6)]))
     assert verdict(edge, "SGD-MA is best for ε > 0.8 (RDP") == "not supported"
 
 
 @pytest.mark.parametrize("acc04, obj04, expected", [
     (0.85, 0.35, "supported"),       # accuracy falls while the objective falls
-    (0.85, 0.45, "partly"),          # accuracy falls, objective rises
-    (0.90, 0.35, "partly"),          # accuracy rises, objective falls
+    (0.85, 0.45, "not supported"),   # accuracy falls, objective rises
+    (0.90, 0.35, "not supported"),   # accuracy rises, objective falls
     (0.90, 0.45, "not supported"),   # both rise
+    (0.8805, 0.35, "inconclusive"),  # no significant change in accuracy
 ])
 def test_bank_svm_instability_claim(acc04, obj04, expected):
     """BANK SVM: DP-AGD accuracy at ε = 0.4 below ε = 0.1 while the objective still decreases."""

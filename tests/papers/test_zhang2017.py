@@ -146,6 +146,7 @@ def _claim_rows(cases):
     for i, (eo, ho, eb, hb, po, pb, so, sb, pso, psb) in enumerate(cases):
         rows.append({"dataset": "bank", "mu": 0.1, "epsilon": [0.1, 0.5, 1.0, 2.0][i], "error_outpert": eo,
                      "error_outpert_ci95": ho, "error_bassily": eb, "error_bassily_ci95": hb,
+                     "runs_outpert": 10, "runs_bassily": 10,
                      "published_error_outpert": po, "published_error_bassily": pb, "seconds_outpert": so,
                      "seconds_bassily_theorem_est": sb, "published_seconds_outpert": pso,
                      "published_seconds_bassily": psb})
@@ -159,14 +160,16 @@ def test_claims_compare_ours_with_the_papers_verdict():
         (0.3, 0.01, 0.1, 0.01, 0.02, 0.4, 900.0, 500.0, 10.0, 500.0),  # Bassily lower, slower OutPert
         (0.01, np.nan, 0.1, np.nan, 0.02, 0.4, 1.0, 500.0, 600.0, 500.0),  # paper: Bassily faster
     ]))
-    assert list(c["error: our lower"]) == ["OutPert-GD", "OutPert-GD", "Bassily", "OutPert-GD"]
-    assert list(c["error: our evidence"]) == ["significant", "95% CIs overlap", "significant", "significant"]
-    assert list(c["error: agrees"]) == ["yes", "yes", "no", "yes"]
-    assert list(c["runtime: paper's faster"]) == ["OutPert-GD"] * 3 + ["Bassily"]
-    assert list(c["runtime: agrees"]) == ["yes", "yes", "no", "no"]
+    error = c[c["claim"].str.contains("lower error")]
+    assert list(error["claim"].str.split().str[0]) == ["OutPert-GD"] * 4  # the paper's verdict in every cell
+    # ours: significantly lower, interval across 0, significantly higher, no interval (one run)
+    assert list(error["verdict"]) == ["supported", "inconclusive", "not supported", "inconclusive"]
+    assert all("Welch" in t for t in error["test"])
+    runtime = c[c["claim"].str.contains("faster")]
+    assert list(runtime["claim"].str.split().str[0]) == ["OutPert-GD"] * 3 + ["Bassily"]
+    assert list(runtime["verdict"]) == ["supported", "supported", "not supported", "not supported"]
     note = claims_note(c)
-    assert "lower error in 3/4 (2 with separated 95% intervals)" in note
-    assert "Agreement with the paper's verdict: error 3/4, runtime 2/4" in note
+    assert "Error: supported in 1, not supported in 1, inconclusive" in note and "Runtime: supported in 2 of 4" in note
 
 
 # -- Table 2, runtime and RRPSGD tables ----------------------------------------------------------------

@@ -14,19 +14,11 @@ from dperm import grid, papers
 from dperm.report import scorecard as sc
 
 
-def test_verdict_wordings_map_to_three_verdicts_and_keep_what_they_add():
-    assert sc.verdict("supported") == ("supported", "")
-    assert sc.verdict("not supported") == ("not supported", "")
-    assert sc.verdict("partly (within CI)") == ("not supported", "partly (within CI)")
-    assert sc.verdict("not testable") == ("not tested", "not testable")
-    assert sc.verdict("not tested: no MNIST (quoted, not derived)") == ("not tested", "no MNIST (quoted, not derived)")
-    assert sc.verdict("consistent (slope within 0.5)") == ("supported", "consistent (slope within 0.5)")
-    # the negative wordings the plugins print (lecture's slopes, lowy2021's claims) are not supported
-    assert sc.verdict("not consistent (slope off by more than 0.5)") == (
-        "not supported", "not consistent (slope off by more than 0.5)")
-    assert sc.verdict("does not hold: AGD slower") == ("not supported", "does not hold: AGD slower")
-    with pytest.raises(ValueError, match="'maybe'"):
-        sc.verdict("maybe")
+def test_claims_tables_keep_the_shared_columns_and_join_their_scope():
+    frame = pd.DataFrame([{"claim": "c", "source": "paper", "dataset": "adult", "model": "lr", "verdict": "supported",
+                           "test": "Welch", "reason": "r"}])
+    table = sc.claims_table(frame)
+    assert list(table.columns) == sc.CLAIM_COLUMNS and table["scope"].iloc[0] == "adult / lr"
 
 
 def _card(verdict="supported", reason="because"):
@@ -34,7 +26,8 @@ def _card(verdict="supported", reason="because"):
                                              "ours_ci95": 0.1, "note": ""},
                                             {"source": "T", "item": "b", "published": 0.0, "ours": 1.0,
                                              "ours_ci95": math.nan, "note": ""}]),
-                        sc.claim_rows([{"claim": "c", "scope": "", "verdict": verdict, "reason": reason}]))
+                        sc.claim_rows([{"claim": "c", "source": "paper", "scope": "", "verdict": verdict,
+                                        "test": "a test", "reason": reason}]))
 
 
 def test_checked_adds_the_ratio_and_refuses_bad_parts():
@@ -44,6 +37,10 @@ def test_checked_adds_the_ratio_and_refuses_bad_parts():
         sc.checked("p", _card(verdict="maybe"))
     with pytest.raises(ValueError, match="needs a reason"):
         sc.checked("p", _card(reason=""))
+    untested = _card()
+    untested.claims["test"] = ""
+    with pytest.raises(ValueError, match="names the test"):
+        sc.checked("p", untested)
     wrong = _card()
     wrong.claims = wrong.claims.rename(columns={"reason": "evidence"})
     with pytest.raises(ValueError, match="claims have columns"):
@@ -65,11 +62,12 @@ def test_deviations_read_headings_and_name_an_unknown_anchor():
 
 def test_labels_count_what_a_reader_must_weigh():
     summary = pd.DataFrame({"experiment": ["e"] * 4, "dp_as_implemented": ["True", "False", "n/a", "True"],
-                            "tuning": ["private", "non-private", "non-private", "private"],
-                            "preprocessing": ["data-dependent", "public-bounds", "data-dependent", "public-bounds"]})
+                            "tuning": ["private", "non-private", "n/a", "private"],
+                            "preprocessing": ["data-dependent", "public-bounds", "data-dependent", "public-bounds"],
+                            "learns": ["yes", "no", "yes", "n/a"]})
     row = sc.labels(summary).iloc[0]
     assert (row["cells"], row["private cells"], row["tuning non-private"], row["not DP as implemented"],
-            row["data-dependent preprocessing"]) == (4, 3, 2, 1, 2)
+            row["data-dependent preprocessing"], row["not learning"]) == (4, 3, 1, 1, 2, 1)
 
 
 def test_audit_rows_follow_the_algorithms_a_subject_runs():
@@ -112,11 +110,13 @@ def test_a_plugin_with_scorecard_tables_has_a_scorecard_function_and_the_reverse
 def test_the_markdown_links_the_docs_from_where_it_is_written():
     section = sc.Section("p", "Paper", sc.checked("p", _card()),
                          sc.deviations("p", ["one"], sc.doc_headings(DOCS)), pd.DataFrame(),
-                         pd.DataFrame(columns=["subject", "kind", "case", "epsilon_claimed", "epsilon_lower", "verdict"]))
+                         pd.DataFrame(columns=["subject", "kind", "case", "epsilon_claimed", "epsilon_lower", "verdict"]),
+                         3, pd.DataFrame({"experiment": ["e"], "label": ["m"]}))
     audit = pd.DataFrame(columns=sc.AUDIT_COLUMNS)
     text = sc.to_markdown({"quick": True, "audit": {"scale": 0.1}}, [section], audit, docs_link="../../docs")
     assert "[The first departure](../../docs/deviations.md#one)" in text
     assert "QUICK RUN" in text and "Reduced audit: 0.1" in text
+    assert "Cells that do not learn (1 of 3)" in text and "| 1 of 3 |" in text
     assert "| T | a | 2 | 3 | 0.1 | 1.5 |" in text
     html = sc.to_html({"quick": False, "audit": {"scale": 1.0}}, [section], audit)
     assert "QUICK RUN" not in html and "The first departure" in html
@@ -130,11 +130,11 @@ def test_lee2018_scorecard_reads_its_tables(tmp_path):
                                 "objective_published": [0.69]}),
         "table2": pd.DataFrame({"dataset": ["adult"], "n_ours": [45222], "dim_ours": [105], "n_paper": [48842],
                                 "dim_paper": [124], "status": ["ok"]}),
-        "claims": pd.DataFrame({"claim": ["x"], "dataset": ["adult"], "model": ["lr"], "verdict": ["partly"],
-                                "evidence": ["2/5"]})})
+        "claims": pd.DataFrame({"claim": ["x"], "source": ["paper"], "scope": ["adult / lr"],
+                                "verdict": ["inconclusive"], "test": ["Welch"], "reason": ["2/5"]})})
     card = sc.checked("lee2018", card)
-    assert len(card.comparisons) == 5 and card.claims["verdict"].tolist() == ["not supported"]
-    assert card.claims["reason"].iloc[0] == "partly: 2/5"
+    assert len(card.comparisons) == 5 and card.claims["verdict"].tolist() == ["inconclusive"]
+    assert card.claims["reason"].iloc[0] == "2/5"
     assert yaml.safe_load((REPO / "config" / "papers" / "lee2018.yaml").read_text())["deviations"]
 
 

@@ -63,7 +63,7 @@ def cell_spec(paper: Paper, cell: Cell, seed: int) -> dict:
         "model": model, "algorithm": paper.registered_name(key), "cell_algorithm": cell.algorithm,
         "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon, "delta": exp.delta,
         "protocol": copy.deepcopy(exp.protocol), "seed": int(seed),
-        "tuning": "non-private" if exp.data_derived.get(key) else "private",
+        "tuning": _tuning_label(paper, exp, key),
     }
     if exp.splits_of is not None:
         spec["splits_of"] = exp.splits_of
@@ -75,6 +75,18 @@ def cell_spec(paper: Paper, cell: Cell, seed: int) -> dict:
     if tuned is not None:
         spec["tuned"] = {**tuned, "key": key, "profile": exp.profile}
     return spec
+
+
+def _tuning_label(paper: Paper, exp, key: str) -> str:
+    """A cell's ``tuning`` label before any tuning run (:func:`apply_tuning`): ``non-private``
+    when a configured value was read from the data (``data_derived``), ``n/a`` for a
+    non-private algorithm (its whole fit reads the data: whether its settings did too says
+    nothing of privacy), else ``private``."""
+    from .cells import algorithm_spec
+
+    if exp.data_derived.get(key):
+        return "non-private"
+    return "private" if algorithm_spec(paper, key).private else "n/a"
 
 
 def job_specs(paper: Paper, job: Job, seed: int) -> list[dict]:

@@ -14,7 +14,8 @@ from .settings import parse_setting
 RECORD_COLUMNS = [
     "paper", "experiment", "dataset", "model", "algorithm", "variant", "label", "setting", "sweep",
     "epsilon", "delta", "epsilon_spent", "delta_spent", "adjacency", "fold", "repeat", "draw", "seed",
-    "accuracy", "test_loss", "objective", "regularised_objective", "opt_gap", "excess_risk", "fit_seconds",
+    "accuracy", "majority_rate", "positive_share", "test_loss", "objective", "regularised_objective", "opt_gap",
+    "excess_risk", "fit_seconds",
     "grad_evals", "iterations", "n_train", "n_test", "p", "tuning", "preprocessing", "dp_as_implemented",
     "accounting", "notes", "hyper", "extra", "dperm_version",
 ]
@@ -23,7 +24,8 @@ RECORD_COLUMNS = [
 def fit_records(spec, algo, privacy, setting, result, split, seed, elapsed, metrics, p, hyper,
                 preprocessing, measured: dict | None = None) -> list[dict]:
     """One record per draw of ``result`` (a fit of ``spec`` on ``split``, at privacy ``setting``,
-    with hyper-parameters ``hyper``, on arrays whose preprocessing label is ``preprocessing``);
+    with hyper-parameters ``hyper``, on arrays whose preprocessing label is ``preprocessing``;
+    ``metrics``: the per-draw measures, :func:`.metrics.fit_metrics` with opt_gap and excess_risk);
     ``measured``: what the cell's metric hooks measured (:mod:`.metric_hooks`), carried in
     ``extra`` beside what the algorithm reports."""
     from ..records import record_json
@@ -35,7 +37,6 @@ def fit_records(spec, algo, privacy, setting, result, split, seed, elapsed, metr
             raise ValueError(f"metric hooks and algorithm {spec['algorithm']!r} both report {clash} in extra")
         extra = {**extra, **measured}
 
-    accuracy, test_loss, objective, regularised, opt_gap, excess = metrics
     seconds = result.seconds_per_draw if result.seconds_per_draw is not None else elapsed / result.draws
     eps_spent = per_draw(result.epsilon_spent, result.draws)
     evals, iters = per_draw(result.grad_evals, result.draws), per_draw(result.iterations, result.draws)
@@ -46,9 +47,10 @@ def fit_records(spec, algo, privacy, setting, result, split, seed, elapsed, metr
         "epsilon": parse_setting(setting)[0], "delta": privacy.delta, "epsilon_spent": eps_spent[d],
         "delta_spent": result.delta_spent, "adjacency": result.adjacency,
         "fold": split.fold, "repeat": split.repeat, "draw": d, "seed": seed,
-        "accuracy": accuracy[d], "test_loss": test_loss[d], "objective": objective[d],
-        "regularised_objective": regularised[d],
-        "opt_gap": opt_gap[d], "excess_risk": excess[d], "fit_seconds": seconds,
+        "accuracy": metrics["accuracy"][d], "majority_rate": metrics["majority_rate"][d],
+        "positive_share": metrics["positive_share"][d], "test_loss": metrics["test_loss"][d],
+        "objective": metrics["objective"][d], "regularised_objective": metrics["regularised_objective"][d],
+        "opt_gap": metrics["opt_gap"][d], "excess_risk": metrics["excess_risk"][d], "fit_seconds": seconds,
         "grad_evals": evals[d], "iterations": int(iters[d]), "n_train": len(split.train),
         "n_test": len(split.test), "p": p, "tuning": spec.get("tuning", "private"),
         "preprocessing": preprocessing,

@@ -128,13 +128,15 @@ class _Cell:
         row = self.best.loc[(split.fold, split.repeat)] if self.best is not None else None
 
         def metrics(res):
-            """(accuracy, test loss, objective, regularised objective, opt_gap, excess_risk) per draw."""
-            accuracy, test_loss, objective, regularised = fit_metrics(
-                self.full.loss, res, train, self.full.X[split.test], self.full.y[split.test])
+            """Every per-draw measure of ``res`` (:func:`fit_metrics`), with ``opt_gap`` and
+            ``excess_risk`` against the split's certified optima (NaN without them)."""
+            out = fit_metrics(self.full.loss, res, train, self.full.X[split.test], self.full.y[split.test])
             if row is None:
-                return accuracy, test_loss, objective, regularised, *(np.full(res.draws, np.nan),) * 2
-            return (accuracy, test_loss, objective, regularised, objective - row["L_star"],
-                    regularised - row["F_star"])
+                out["opt_gap"] = out["excess_risk"] = np.full(res.draws, np.nan)
+            else:
+                out["opt_gap"] = out["objective"] - row["L_star"]
+                out["excess_risk"] = out["regularised_objective"] - row["F_star"]
+            return out
 
         records = fit_records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
                               elapsed, metrics(result), self.full.p, self.recorded_hyper(), self.preprocessing,

@@ -23,6 +23,46 @@ METRIC_LABELS = {"accuracy": "test accuracy", "test_loss": "test loss (mean)",
                  "objective": "training objective (mean loss)",
                  "opt_gap": "optimality gap", "excess_risk": "excess empirical risk"}
 MARKERS = "osD^vP*Xh<>"
+#: where a metric lives: bands are clipped to it (an accuracy band ends at 0 and 1)
+METRIC_RANGES = {"accuracy": (0.0, 1.0), "test_loss": (0.0, np.inf), "objective": (0.0, np.inf)}
+#: how a cell that does not learn (dperm.report.guard) is drawn over its curve
+STUCK = dict(marker="x", s=46, color="crimson", linewidths=1.6, zorder=6)
+STUCK_LABEL = "does not learn (majority rate, one class)"
+STUCK_CAPTION = ("Red crosses: cells that do not learn (accuracy within its interval of the majority rate, "
+                 "one class predicted).")
+
+
+def band(metric: str, mean, half):
+    """A 95% band's (low, high), clipped to the metric's range (:data:`METRIC_RANGES`)."""
+    low, high = METRIC_RANGES.get(metric, (-np.inf, np.inf))
+    return np.clip(mean - half, low, high), np.clip(mean + half, low, high)
+
+
+def off_scale(values, fence: float = 10.0):
+    """(low, high) y-limits that keep a panel's curves readable when one value is far out: the
+    values beyond ``fence`` interquartile ranges of the quartiles are off the scale (None when
+    none is, or with fewer than four values)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) < 4:
+        return None
+    q1, q3 = np.percentile(v, [25, 75])
+    spread = max(q3 - q1, 1e-9 * max(abs(q1), abs(q3), 1.0))
+    inside = v[(v >= q1 - fence * spread) & (v <= q3 + fence * spread)]
+    if len(inside) == len(v):
+        return None
+    pad = 0.08 * max(inside.max() - inside.min(), spread)
+    return inside.min() - pad, inside.max() + pad
+
+
+def mark_off_scale(ax, xs, means, limits, colour) -> None:
+    """Points outside ``limits`` drawn as arrows on the panel's edge with their value."""
+    low, high = limits
+    for x, y in zip(xs, means):
+        if np.isfinite(y) and (y > high or y < low):
+            edge = high if y > high else low
+            ax.annotate(f"{y:.3g}", (x, edge), xytext=(0, -12 if y > high else 12), textcoords="offset points",
+                        ha="center", fontsize=6.5, color=colour,
+                        arrowprops=dict(arrowstyle="->", color=colour, lw=0.8))
 
 
 def _cycle(keys):
@@ -146,6 +186,7 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
     width = max(3.6 * len(panels), 0.45 * len(algorithms))  # room for a long legend under few panels
     fig, axes = plt.subplots(len(metrics), len(panels), figsize=(width, 3.0 * len(metrics)),
                              squeeze=False, sharex="col")
+    stuck_drawn = False
     for j, (dataset, model) in enumerate(panels):
         data = summary[(summary["dataset"] == dataset) & (summary["model"] == model)]
         heading = dataset if len(models) == 1 else f"{dataset}, {model}"
@@ -154,24 +195,40 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
             if dataset in unavailable or data.empty:
                 _unavailable(ax, heading, unavailable.get(dataset, "no runs"))
                 continue
+            drawn = []  # (key, x, mean) of every curve, for the off-scale limits
             for key in algorithms:
                 cell = data[data["algorithm"] == key]
+                stuck = (cell["learns"] == "no").to_numpy() if "learns" in cell else np.zeros(len(cell), bool)
                 if baseline_of(key) or "baseline" in style.get(key, {}):
                     if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
                         continue
                     name, colour, dash = (BASELINES[baseline_of(key)] if key not in style else
                                           (style[key]["baseline"], style[key]["color"], style[key]["ls"]))
-                    ax.axhline(cell[f"{metric}_mean"].iloc[0], color=colour, ls=dash, lw=1.2,
-                               label=labels.get(key, name))
+                    level = cell[f"{metric}_mean"].iloc[0]
+                    ax.axhline(level, color=colour, ls=dash, lw=1.2,
+                               label=labels.get(key, name) + (" (does not learn)" if stuck.any() else ""))
+                    if stuck.any():
+                        ax.scatter([1.0], [level], transform=ax.get_yaxis_transform(), clip_on=False, **STUCK)
+                        stuck_drawn = True
                     continue
                 cell = cell.assign(x=_x(cell)).sort_values("x")
+                stuck = (cell["learns"] == "no").to_numpy() if "learns" in cell else np.zeros(len(cell), bool)
                 if cell.empty or not np.isfinite(cell[f"{metric}_mean"]).any():
                     continue
                 mean, half = cell[f"{metric}_mean"].to_numpy(), cell[f"{metric}_ci95"].fillna(0).to_numpy()
                 ax.plot(cell["x"], mean, lw=1.3, ms=4, label=labels.get(key, cell["label"].iloc[0]),
                         **style[key])
-                ax.fill_between(cell["x"], mean - half, mean + half, color=style[key]["color"],
-                                alpha=0.15, lw=0)
+                ax.fill_between(cell["x"], *band(metric, mean, half), color=style[key]["color"], alpha=0.15, lw=0)
+                if stuck.any():
+                    ax.scatter(cell["x"].to_numpy()[stuck], mean[stuck], **STUCK)
+                    stuck_drawn = True
+                drawn += [(key, x, m) for x, m in zip(cell["x"], mean)]
+            limits = off_scale([m for _, _, m in drawn])
+            if limits is not None:
+                ax.set_ylim(*limits)
+                for key in dict.fromkeys(k for k, _, _ in drawn):
+                    points = [(x, m) for k, x, m in drawn if k == key]
+                    mark_off_scale(ax, [x for x, _ in points], [m for _, m in points], limits, style[key]["color"])
             epsilon_axis(ax, data)
             if i == 0:
                 ax.set_title(heading)
@@ -180,6 +237,9 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
             if j == 0:
                 ax.set_ylabel(METRIC_LABELS.get(metric, metric))
             ax.grid(alpha=0.3, which="both", lw=0.5)
+    if stuck_drawn:
+        axes[0, 0].scatter([], [], label=STUCK_LABEL, **STUCK)
+        caption = f"{caption} {STUCK_CAPTION}".strip()
     legend_and_caption(fig, axes, title, caption)
     return fig
 
@@ -204,6 +264,7 @@ def sweep_figure(summary: pd.DataFrame, *, param, values, title="", caption="",
     rows["value"] = rows["algorithm"].map(values).astype(float)
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
     style = _cycle(sorted(rows["epsilon"].unique()))
+    stuck_drawn = False
     for j, metric in enumerate(metrics):
         ax = axes[0, j]
         for eps, group in rows.groupby("epsilon"):
@@ -211,10 +272,17 @@ def sweep_figure(summary: pd.DataFrame, *, param, values, title="", caption="",
             colour, marker = style[eps]
             mean, half = group[f"{metric}_mean"].to_numpy(), group[f"{metric}_ci95"].fillna(0).to_numpy()
             ax.plot(group["value"], mean, marker=marker, color=colour, lw=1.3, ms=4, label=f"ε = {eps:g}")
-            ax.fill_between(group["value"], mean - half, mean + half, color=colour, alpha=0.15, lw=0)
+            ax.fill_between(group["value"], *band(metric, mean, half), color=colour, alpha=0.15, lw=0)
+            stuck = (group["learns"] == "no").to_numpy() if "learns" in group else np.zeros(len(group), bool)
+            if stuck.any():
+                ax.scatter(group["value"].to_numpy()[stuck], mean[stuck], **STUCK)
+                stuck_drawn = True
         ax.set_xlabel(param_label or param)
         ax.set_ylabel(metric_label(metric, protocol))
         ax.grid(alpha=0.3, lw=0.5)
+    if stuck_drawn:
+        axes[0, 0].scatter([], [], label=STUCK_LABEL, **STUCK)
+        caption = f"{caption} {STUCK_CAPTION}".strip()
     legend_and_caption(fig, axes, title, caption)
     return fig
 

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .claims import COLUMNS as CLAIM_COLUMNS
+from .claims import VERDICTS
+from .guard import NO, RULE
+
 COMPARISON_COLUMNS = ["source", "item", "published", "ours", "ours_ci95", "note"]
-CLAIM_COLUMNS = ["claim", "scope", "verdict", "reason"]
-VERDICTS = ("supported", "not supported", "not tested")
 _ANCHOR = re.compile(r'<a id="([^"]+)"></a>\s*\n#+\s*(.+)')
 
 
@@ -48,36 +50,14 @@ def claim_rows(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
-def verdict(text: str) -> tuple[str, str]:
-    """A plugin's verdict wording as (scorecard verdict, the wording when it says more): 'partly',
-    'not consistent' and 'does not hold' are not supported (the claim as stated does not hold),
-    'consistent' and 'holds' are supported, 'not testable' is not tested. Anything else is an
-    error naming the wording."""
-    words = str(text).strip()
-    low = words.lower()
-    for prefix, out in (("not supported", "not supported"), ("not test", "not tested"), ("supported", "supported"),
-                        ("partly", "not supported"), ("not consistent", "not supported"),
-                        ("does not hold", "not supported"), ("consistent", "supported"), ("holds", "supported")):
-        if low.startswith(prefix):
-            if low.startswith(out):  # the verdict itself, perhaps with more said after it
-                rest = words[len(out):].strip(" :;,")
-                return out, rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest
-            return out, words
-    raise ValueError(f"claim verdict {words!r} is none of {list(VERDICTS)} (nor 'partly ...', 'consistent ...', "
-                     "'not consistent ...', 'holds ...', 'does not hold ...')")
-
-
-def claims_table(frame: pd.DataFrame, scope: tuple[str, ...] = ("dataset", "model"),
-                 reason: str = "evidence") -> pd.DataFrame:
-    """A plugin's claims table (a ``claim`` and a ``verdict`` column, the ``scope`` columns and
-    a ``reason`` column) in the scorecard's columns: the scope joined by " / ", the verdict
-    normalised (:func:`verdict`) and whatever its wording adds put before the reason."""
+def claims_table(frame: pd.DataFrame, scope: tuple[str, ...] = ("dataset", "model")) -> pd.DataFrame:
+    """A paper's claims table (:data:`dperm.report.claims.COLUMNS`, with its own ``scope``
+    columns where it has no ``scope`` column) in the scorecard's columns."""
     rows = []
     for _, r in frame.iterrows():
-        v, wording = verdict(r["verdict"])
-        said = "" if pd.isna(r[reason]) else str(r[reason])
-        rows.append({"claim": r["claim"], "scope": " / ".join(str(r[c]) for c in scope), "verdict": v,
-                     "reason": ": ".join(x for x in (wording, said) if x)})
+        where = r["scope"] if "scope" in frame and isinstance(r["scope"], str) else \
+            " / ".join(str(r[c]) for c in scope if c in frame)
+        rows.append({c: (where if c == "scope" else ("" if pd.isna(r.get(c)) else r.get(c))) for c in CLAIM_COLUMNS})
     return claim_rows(rows)
 
 
@@ -94,6 +74,10 @@ def checked(paper: str, card: PaperCard) -> PaperCard:
         raise ValueError(f"paper {paper!r}: claim verdicts {bad} are not among {list(VERDICTS)}")
     if card.claims["reason"].fillna("").eq("").any():
         raise ValueError(f"paper {paper!r}: every claim needs a reason for its verdict")
+    untested = card.claims["test"].fillna("").eq("") & card.claims["verdict"].ne("not tested")
+    if untested.any():
+        raise ValueError(f"paper {paper!r}: every verdict names the test it used; none for "
+                         f"{list(card.claims.loc[untested, 'claim'])}")
     comparisons = card.comparisons.copy()
     for column in ("published", "ours", "ours_ci95"):
         comparisons[column] = pd.to_numeric(comparisons[column], errors="raise").astype(float)
@@ -126,15 +110,18 @@ def deviations(paper: str, anchors: list[str], headings: dict) -> pd.DataFrame:
 
 def labels(summaries: pd.DataFrame) -> pd.DataFrame:
     """Per experiment: how many cells, and how many of them carry each label a reader must
-    weigh (non-private tuning, data-dependent preprocessing, not DP as implemented)."""
+    weigh (non-private tuning, data-dependent preprocessing, not DP as implemented, not learning:
+    :mod:`.guard`)."""
     rows = []
     for experiment, group in summaries.groupby("experiment", sort=False):
         private = group[group["dp_as_implemented"].astype(str) != "n/a"]
         row = {"experiment": experiment, "cells": len(group), "private cells": len(private),
-               "tuning non-private": int((group["tuning"].astype(str) != "private").sum()),
+               "tuning non-private": int((group["tuning"].astype(str) == "non-private").sum()),
                "not DP as implemented": int((private["dp_as_implemented"].astype(str) == "False").sum())}
         if "preprocessing" in group:
             row["data-dependent preprocessing"] = int((group["preprocessing"] == "data-dependent").sum())
+        if "learns" in group:
+            row["not learning"] = int((group["learns"] == NO).sum())
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -153,11 +140,14 @@ class Section:
     deviations: pd.DataFrame
     labels: pd.DataFrame
     audit: pd.DataFrame
+    cells: int
+    not_learning: pd.DataFrame
 
     def counts(self) -> dict:
         verdicts = self.card.claims["verdict"].value_counts()
         return {"paper": self.title, "published numbers compared": len(self.card.comparisons),
                 **{f"claims {v}": int(verdicts.get(v, 0)) for v in VERDICTS},
+                "cells not learning": f"{len(self.not_learning)} of {self.cells}",
                 "deviations": len(self.deviations),
                 "audit passes/caught": int(self.audit["verdict"].isin(["passes", "caught"]).sum()),
                 "audit failures": int((~self.audit["verdict"].isin(["passes", "caught"])).sum())}
@@ -176,10 +166,22 @@ def build(spec: dict, tables: dict[str, dict[str, pd.DataFrame]], summaries: pd.
         card = checked(key, make(tables.get(key, {})) if make else
                        PaperCard(note="The plugin compares no published numbers and checks no claims."))
         ours = summaries[summaries["paper"] == key] if len(summaries) else summaries
+        stuck = ours[ours["learns"] == NO] if "learns" in ours else ours.iloc[0:0]
         sections.append(Section(key, entry["title"], card, deviations(key, entry["deviations"], headings),
                                 labels(ours) if len(ours) else pd.DataFrame(),
-                                audit_for(audit, set(entry["algorithms"]))))
+                                audit_for(audit, set(entry["algorithms"])), len(ours),
+                                _not_learning_rows(stuck)))
     return sections
+
+
+def _not_learning_rows(stuck: pd.DataFrame) -> pd.DataFrame:
+    columns = ["experiment", "dataset", "model", "label", "setting", "accuracy", "majority rate", "positive share"]
+    if stuck.empty:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame({"experiment": stuck["experiment"], "dataset": stuck["dataset"], "model": stuck["model"],
+                         "label": stuck["label"], "setting": stuck["setting"].astype(str),
+                         "accuracy": stuck["accuracy_mean"], "majority rate": stuck["majority_rate_mean"],
+                         "positive share": stuck["positive_share_mean"]})
 
 
 # -- rendering ---------------------------------------------------------------------------------------
@@ -209,9 +211,13 @@ def _comparisons(card: PaperCard) -> pd.DataFrame:
 def _intro(spec: dict) -> list[str]:
     lines = ["Generated from the results by `snakemake` (rule `scorecard`); do not edit. Each paper: every "
              "published number we compare with beside ours and their ratio, every claim with its verdict "
-             "(supported, not supported, not tested) and the reason, every deviation from the paper "
-             "(docs/deviations.md, docs/privacy.md), the privacy labels its records carry, and the black-box "
-             "audit of every algorithm it runs (claimed ε against the audit's 95% lower bound ε_LB)."]
+             "(supported, not supported, inconclusive, not tested), the test that decided it and the numbers "
+             "(claims marked 'ours' are this project's, not the paper's), the cells that do not learn, every "
+             "deviation from the paper (docs/deviations.md, docs/privacy.md), the privacy labels its records "
+             "carry, and the black-box audit of every algorithm it runs (claimed ε against the audit's 95% lower "
+             "bound ε_LB).",
+             f"The learning guard: {RULE}. A claim whose verdict would rest on such a cell (the method's, its "
+             "comparator's or the non-private reference's) is inconclusive, never supported or not supported."]
     if spec.get("quick"):
         lines.append("QUICK RUN: reduced grids and protocols; numbers here are a smoke test, not the reproduction.")
     audit = spec.get("audit", {})
@@ -235,6 +241,8 @@ def to_markdown(spec: dict, sections: list[Section], audit: pd.DataFrame, docs_l
             out += [s.card.note, ""]
         out += ["### Published numbers beside ours", "", _md_table(_comparisons(s.card)),
                 "### Claims", "", _md_table(s.card.claims),
+                f"### Cells that do not learn ({len(s.not_learning)} of {s.cells})", "",
+                _md_table(s.not_learning),
                 "### Deviations from the paper", ""]
         out += [f"* [{h}]({docs_link}/{link.removeprefix('docs/')})"
                 for link, h in s.deviations.itertuples(index=False)] or ["_none declared_"]
@@ -267,6 +275,8 @@ def to_html(spec: dict, sections: list[Section], audit: pd.DataFrame) -> str:
         out += ["<h4>Published numbers beside ours</h4>",
                 _html_table(_comparisons(s.card), open_=False, summary="published numbers"),
                 "<h4>Claims</h4>", _html_table(s.card.claims, open_=False, summary="claims"),
+                f"<h4>Cells that do not learn ({len(s.not_learning)} of {s.cells})</h4>",
+                _html_table(s.not_learning, open_=False, summary="cells that do not learn"),
                 "<h4>Deviations from the paper</h4>",
                 "<ul>" + "".join(f"<li>{html.escape(h)} (<code>{html.escape(link)}</code>)</li>"
                                  for link, h in s.deviations.itertuples(index=False)) + "</ul>"

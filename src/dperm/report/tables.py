@@ -10,21 +10,26 @@ from __future__ import annotations
 import pandas as pd
 
 from ..files import write_text_atomic
+from .guard import NA, NO, RULE, YES, learns_column
 from .stats import mean_pm, t_interval
 
 # A cell's labels: a summary row never pools fits that differ in one (a data-dependent cell is
 # never averaged with a public-bounds one, a tuned with an untuned one).
 KEYS = ["paper", "experiment", "dataset", "model", "algorithm", "label", "variant", "setting", "sweep",
         "tuning", "preprocessing", "dp_as_implemented"]
-METRICS = ["accuracy", "test_loss", "objective", "opt_gap", "excess_risk", "epsilon_spent", "fit_seconds", "grad_evals"]
+METRICS = ["accuracy", "majority_rate", "positive_share", "test_loss", "objective", "opt_gap", "excess_risk",
+           "epsilon_spent", "fit_seconds", "grad_evals"]
 CI_NOTE = ("mean ± 95% t-interval half-width over the fits of a cell (folds × repeats × draws, "
            "treated as independent; fits of one fold share their training rows)")
 
 
 def summarise(records: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
-    """One row per cell; for each metric ``<m>_mean``, ``<m>_std``, ``<m>_ci95``, ``<m>_n``."""
+    """One row per cell; for each metric ``<m>_mean``, ``<m>_std``, ``<m>_ci95``, ``<m>_n``; and
+    ``learns``, the learning guard's verdict (:mod:`.guard`: yes, no, n/a). A metric the records
+    lack (records of an older dperm) is left out."""
     rows = []
     records = records.assign(sweep=records["sweep"].fillna(""))
+    metrics = [m for m in metrics if m in records]
     for key, group in records.groupby(KEYS, sort=False, dropna=False):
         row = dict(zip(KEYS, key))
         row["epsilon"] = group["epsilon"].iloc[0]
@@ -33,7 +38,9 @@ def summarise(records: pd.DataFrame, metrics=METRICS) -> pd.DataFrame:
             row.update({f"{m}_mean": interval.mean, f"{m}_std": interval.std, f"{m}_ci95": interval.half,
                         f"{m}_n": interval.n})
         rows.append(row)
-    return pd.DataFrame(rows)
+    summary = pd.DataFrame(rows)
+    summary["learns"] = learns_column(summary)
+    return summary
 
 
 def _cell(mean, half, digits=4):
@@ -49,7 +56,9 @@ def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap",
     for m in metrics:
         shown[m] = [_cell(a, b) for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_ci95"])]
     shown["n"] = summary[f"{metrics[0]}_n"]
-    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}.\n\n"
+    if "learns" in summary and (summary["learns"] != NA).any():
+        shown["learns"] = summary["learns"].map({NO: "NO", YES: "yes"}).fillna("")
+    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}. learns: NO where {RULE}.\n\n"
     return head + shown.to_markdown(index=False) + "\n"
 
 
@@ -59,14 +68,6 @@ def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "", not
     write_text_atomic(csv_path, summary.to_csv(index=False))
     write_text_atomic(md_path, (note.strip() + "\n\n" if note.strip() else "") + markdown(summary, title=title))
     return summary
-
-
-def add_output_arguments(parser, outputs=("csv", "md")) -> None:
-    """The output options every table verb of a paper's CLI takes: one required path per output
-    and ``--quick`` (the note then says it is a quick run)."""
-    for output in outputs:
-        parser.add_argument(f"--{output}", required=True)
-    parser.add_argument("--quick", action="store_true", help="say in the note that this is a quick run")
 
 
 def write_table(frame: pd.DataFrame, csv_path, md_path, note: str, floatfmt: str = ".5g") -> None:

@@ -20,7 +20,7 @@ def scorecard(tables):
     """The claims check's rows; the notes print no experimental numbers of their own."""
     from ...report.scorecard import PaperCard, claims_table
 
-    return PaperCard(claims=claims_table(tables["claims"], scope=(), reason="measured"),
+    return PaperCard(claims=claims_table(tables["claims"]),
                      note="The notes derive calibrations and rates and quote Abadi et al.'s deep-learning numbers; "
                           "they print no experiment of their own, so there is no published number to set ours beside "
                           "(the calibrations are checked against independent accountants in the tests).")
@@ -131,11 +131,14 @@ def _claims(inputs):
     from ...report.products import Made, Table
     from .analyses import claims
 
-    table = claims(inputs.table("lab"), inputs.table("sigmas"), inputs.summary("accuracy"), inputs.table("sgdma"),
-                   inputs.table("rates_slopes"))
+    table = claims(inputs.table("lab"), inputs.table("sigmas"), inputs.summary("accuracy"), inputs.cells,
+                   inputs.table("sgdma"), inputs.table("rates_slopes"))
     note = ("The notes' claims against what this target measured (accounting lab, the accuracy and SGD-MA "
-            "experiments, the rates); the verdict says whether the measurement supports the claim. Claims on data "
-            "the project does not have are listed as not tested, with the reason.")
+            "experiments, the rates); every verdict names its test (dperm.report.claims). 'Buys accuracy': the "
+            "paired 95% t-interval of the accuracy difference on the same folds and draws (every epsilon of a "
+            "dataset pooled) above 0. A verdict resting on a cell that does not learn (accuracy at the majority "
+            "rate, one class predicted) is inconclusive. Claims marked 'ours' are this project's, not the notes'; "
+            "claims on data the project does not have are listed as not tested, with the reason.")
     return Made(tables={"claims": Table(table, note)})
 
 
@@ -151,7 +154,8 @@ def _products():
                 spec=lambda paper: paper.analyses["rates"],
                 reads=Reads(summaries=lambda paper: list(paper.analyses["rates"]["experiments"].values()))),
         Product("claims", make=_claims, tables=("claims",), section="claims",
-                reads=Reads(tables=("lab", "sigmas", "sgdma", "rates_slopes"), summaries=("accuracy",))),
+                reads=Reads(tables=("lab", "sigmas", "sgdma", "rates_slopes"), summaries=("accuracy",),
+                            cells=("accuracy",))),
     )
 
 

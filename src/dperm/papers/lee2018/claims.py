@@ -1,19 +1,21 @@
-"""Lee & Kifer 2018's qualitative claims, tested on our Figure 2 and 3 summaries."""
+"""Lee & Kifer 2018's qualitative claims, tested on our Figure 2 and 3 summaries with the shared
+predicates (:mod:`dperm.report.claims`): every verdict names its test, can come out either way,
+and is inconclusive where a cell it rests on (DP-AGD's, its rival's or the non-private
+reference's) does not learn."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from ...report import claims as c
+
 COMPARED = ["dp-agd", "objpert", "outpert", "privgene", "sgd-adv", "sgd-ma"]
 # The DP-AGD claim is tested for each version against the same rivals (COMPARED but DP-AGD)
 DP_AGD_VERSIONS = [("dp-agd-reference", "published code, not DP as implemented"), ("dp-agd", "correct"),
                    ("dp-agd-gumbel", "Gumbel selection")]
-
-
-def _competitive(a_mean, a_half, b_mean, b_half, slack=0.005):
-    """a is competitive with b: within ``slack`` of it, or their 95% intervals overlap."""
-    return a_mean >= b_mean - slack or a_mean + a_half >= b_mean - b_half
+#: "competitive": not worse than the best rival by more than this much accuracy
+MARGIN = 0.005
 
 
 def _x(row):
@@ -37,58 +39,55 @@ def _best_other(cells: pd.DataFrame, eps: float, exclude: str):
     return best
 
 
+def _reference(cells: pd.DataFrame):
+    rows = cells[cells["algorithm"] == "nonprivate"]
+    return [c.estimate(rows.iloc[0])] if len(rows) else []
+
+
 def claims(summary: pd.DataFrame) -> pd.DataFrame:
     """The paper's qualitative statements tested on our numbers (Figures 2 and 3 summaries)."""
     out = []
     for (dataset, model), cells in summary.groupby(["dataset", "model"]):
+        scope = f"{dataset} / {model}"
+        reference = _reference(cells)
         for key, version in DP_AGD_VERSIONS:
             agd = cells[cells["algorithm"] == key].sort_values("epsilon")
             small = agd[agd["epsilon"] <= 0.8]
             if small.empty:
                 continue
-            wins, details = 0, []
+            verdicts = []
             for _, r in small.iterrows():
                 rival = _best_other(cells, float(r["epsilon"]), "dp-agd")
-                ok = rival is None or _competitive(r["accuracy_mean"], r["accuracy_ci95"],
-                                                   rival["accuracy_mean"], rival["accuracy_ci95"])
-                wins += ok
                 if rival is not None:
-                    details.append(f"ε={r['epsilon']:g}: {r['accuracy_mean']:.3f} vs {rival['algorithm']} "
-                                   f"{rival['accuracy_mean']:.3f}")
-            verdict = "supported" if wins == len(small) else ("partly" if wins >= len(small) / 2 else "not supported")
-            out.append({"claim": f"DP-AGD is best or competitive for ε ≤ 0.8 ({version}: {key})", "dataset": dataset,
-                        "model": model, "evidence": f"competitive at {wins}/{len(small)} ε; " + "; ".join(details),
-                        "verdict": verdict})
+                    verdicts.append(c.competitive(c.estimate(r), c.estimate(rival), MARGIN, guarded=reference))
+            overall = c.combine(verdicts, "ε ≤ 0.8")
+            detail = "; ".join(v.reason for v in verdicts)
+            out.append(c.row(f"DP-AGD is best or competitive for ε ≤ 0.8 ({version}: {key})", scope,
+                             c.Verdict(overall.verdict, overall.test, f"{overall.reason}. {detail}")))
         for key, accountant in (("sgd-ma", "RDP accountant"), ("sgd-ma-reference", "moments, orders ≤ 32")):
+            claim = f"SGD-MA is best for ε > 0.8 ({accountant})"
             ma = cells[cells["algorithm"] == key]
             ma = ma[(ma["epsilon_spent_mean"] > 0.8) & (ma["epsilon_spent_mean"] <= 1.6 + 1e-9)]
             others = cells[cells["algorithm"].isin([k for k in COMPARED if k != "sgd-ma"])
                            & np.isclose(cells["epsilon"].astype(float), 1.6)]
             if ma.empty or others.empty:
-                out.append({"claim": f"SGD-MA is best for ε > 0.8 ({accountant})", "dataset": dataset,
-                            "model": model, "verdict": "not testable",
-                            "evidence": "no SGD-MA setting with 0.8 < ε ≤ 1.6 under this accountant"})
+                out.append(c.row(claim, scope, c.Verdict(c.NOT_TESTED, "", "no SGD-MA setting with 0.8 < ε ≤ 1.6 "
+                                                         "under this accountant, or no rival at ε = 1.6")))
                 continue
             best_ma = ma.loc[ma["accuracy_mean"].idxmax()]
             rival = others.loc[others["accuracy_mean"].idxmax()]
-            ok = _competitive(best_ma["accuracy_mean"], best_ma["accuracy_ci95"], rival["accuracy_mean"],
-                              rival["accuracy_ci95"], slack=0.0)
-            verdict = "supported" if best_ma["accuracy_mean"] >= rival["accuracy_mean"] else (
-                "partly (within CI)" if ok else "not supported")
-            out.append({"claim": f"SGD-MA is best for ε > 0.8 ({accountant})", "dataset": dataset, "model": model,
-                        "evidence": f"SGD-MA {best_ma['accuracy_mean']:.3f} at ε={best_ma['epsilon_spent_mean']:.2f} "
-                                    f"vs best other {rival['algorithm']} {rival['accuracy_mean']:.3f} at ε=1.6",
-                        "verdict": verdict})
+            name = f"SGD-MA at computed ε = {best_ma['epsilon_spent_mean']:.2f}"
+            verdict = c.greater_than(c.estimate(best_ma, name=name), c.estimate(rival), guarded=reference)
+            out.append(c.row(claim, scope, verdict))
     bank_svm = summary[(summary["dataset"] == "bank-dpagd") & (summary["model"] == "svm")
                        & (summary["algorithm"] == "dp-agd")].set_index("epsilon")
     if {0.1, 0.4} <= set(bank_svm.index):
-        a01, a04 = bank_svm.loc[0.1], bank_svm.loc[0.4]
-        unstable = a04["accuracy_mean"] < a01["accuracy_mean"]
-        obj_down = a04["objective_mean"] < a01["objective_mean"]
-        verdict = "supported" if unstable and obj_down else ("partly" if unstable or obj_down else "not supported")
-        out.append({"claim": "DP-AGD is unstable for SVM on BANK (accuracy at ε=0.4 below ε=0.1 while the "
-                             "objective still decreases)", "dataset": "bank-dpagd", "model": "svm",
-                    "evidence": f"accuracy {a01['accuracy_mean']:.4f} (ε=0.1) → {a04['accuracy_mean']:.4f} (ε=0.4); "
-                                f"objective {a01['objective_mean']:.4f} → {a04['objective_mean']:.4f}",
-                    "verdict": verdict})
-    return pd.DataFrame(out, columns=["claim", "dataset", "model", "verdict", "evidence"])
+        at = {e: bank_svm.loc[e] for e in (0.1, 0.4)}
+        falls = c.lower_than(c.estimate(at[0.4]), c.estimate(at[0.1]))
+        descends = c.lower_than(c.estimate(at[0.4], "objective"), c.estimate(at[0.1], "objective"))
+        both = c.combine([falls, descends], "parts")
+        out.append(c.row("DP-AGD is unstable for SVM on BANK (accuracy at ε = 0.4 below ε = 0.1 while the objective "
+                         "still decreases)", "bank-dpagd / svm",
+                         c.Verdict(both.verdict, both.test, f"accuracy: {falls.verdict} ({falls.reason}); objective: "
+                                                            f"{descends.verdict} ({descends.reason})")))
+    return pd.DataFrame(out, columns=c.COLUMNS)

@@ -60,7 +60,7 @@ def scorecard(tables):
     """The claims check's rows, each scoped by the result of the paper it tests."""
     from ...report.scorecard import PaperCard, claims_table
 
-    return PaperCard(claims=claims_table(tables["claims"], scope=("paper",), reason="measured"),
+    return PaperCard(claims=claims_table(tables["claims"]),
                      note="The paper has no experiments: its claims are theorems and remarks, tested here on "
                           "experiments designed for each (docs/deviations.md#lowy-experiments); there is no "
                           "published number to set ours beside.")

@@ -256,7 +256,21 @@ def adv_claims(table: pd.DataFrame, radii) -> list[dict]:
              "cells": "adv, adv-synth: adv-radius*, adv-nonprivate-radius*"}]
 
 
+def _canonical(row: dict) -> dict:
+    """A rule's row in the shared claims columns (dperm.report.claims): holds -> supported, does
+    not hold -> not supported, partly -> inconclusive (the qualification kept in the reason)."""
+    from ...report import claims as c
+
+    words = str(row["verdict"])
+    verdict = (c.SUPPORTED if words.startswith("holds") else c.NOT_SUPPORTED if words.startswith("does not hold")
+               else c.NOT_TESTED if words.startswith("not test") else c.INCONCLUSIVE)
+    return c.row(row["claim"], row["paper"], c.Verdict(verdict, row["test"], f"{words}: {row['measured']} "
+                                                                             f"(cells: {row['cells']})"))
+
+
 def claims_table(ratios, slopes, points, term, adv, radii, factor: float) -> pd.DataFrame:
+    from ...report.claims import COLUMNS as CLAIMS
+
     rows = [blackbox_factor(ratios, factor), solve_cost(ratios), solver_speed(ratios), beats_zhang(ratios)]
     rows += rate_claims(slopes, points) + term_claims(term) + adv_claims(adv, radii)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame([_canonical(r) for r in rows], columns=CLAIMS)
