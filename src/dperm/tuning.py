@@ -18,6 +18,8 @@ validation accuracy, higher is better) is kept for comparison with the papers' p
   ties go to the larger λ (the smoother problem).
 * an algorithm's grid (per dataset × model): the grid point with the best criterion of that
   private algorithm, averaged over the block's ε values; ties go to the first point in grid order.
+  A block with ``per_epsilon: true`` chooses a point for each of its ε instead (the choices file
+  holds ``{"by_epsilon": {<ε token>: point}}``), and a cell takes the point of its own ε.
 
 A non-finite validation loss (a diverged fit) ranks last. A choice at the smallest or largest
 value of a grid of two or more values is reported in the table's ``at_edge`` column and in the
@@ -225,19 +227,27 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                 continue
             l2 = choice["l2"] if key in tuning.get("l2", {}).get("algorithms", []) else default_l2
             names = sorted(block["grid"])
-            best_score, best_point = None, None
-            for values in itertools.product(*(block["grid"][n] for n in names)):
-                point = dict(zip(names, values))
-                score = _score([run(spec) for spec in (_spec(paper, experiment, dataset, model, key, l2, point, eps,
-                                                             seed) for eps in block["epsilons"])], criterion)
-                rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": key,
-                             "setting": ", ".join(f"{n}={v}" for n, v in point.items()),
-                             "mean_validation_loss": score[1], "mean_accuracy": score[2]})
-                if best_score is None or score[0] < best_score[0]:
-                    best_score, best_point = score, point
-            choice["hyper"][key] = best_point
-            texts[key] = ", ".join(f"{n}={v}" for n, v in best_point.items())
-            edges[key] = report(where, key, block["grid"], best_point, *best_score[1:])
+            # One choice over the block's ε (scored by the mean over them), or one per ε.
+            groups = ([(format_epsilon(eps), [eps]) for eps in block["epsilons"]] if block.get("per_epsilon")
+                      else [(None, block["epsilons"])])
+            for token, epsilons in groups:
+                tuned = key if token is None else f"{key} (ε = {token})"
+                best_score, best_point = None, None
+                for values in itertools.product(*(block["grid"][n] for n in names)):
+                    point = dict(zip(names, values))
+                    score = _score([run(spec) for spec in (_spec(paper, experiment, dataset, model, key, l2, point,
+                                                                 eps, seed) for eps in epsilons)], criterion)
+                    rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": tuned,
+                                 "setting": ", ".join(f"{n}={v}" for n, v in point.items()),
+                                 "mean_validation_loss": score[1], "mean_accuracy": score[2]})
+                    if best_score is None or score[0] < best_score[0]:
+                        best_score, best_point = score, point
+                if token is None:
+                    choice["hyper"][key] = best_point
+                else:
+                    choice["hyper"].setdefault(key, {"by_epsilon": {}})["by_epsilon"][token] = best_point
+                texts[tuned] = ", ".join(f"{n}={v}" for n, v in best_point.items())
+                edges[tuned] = report(where, tuned, block["grid"], best_point, *best_score[1:])
         chosen.setdefault(dataset, {}).setdefault(profile, {})[model] = choice
         for row in rows:
             if (row["dataset"], row["profile"], row["model"]) == (dataset, profile, model):

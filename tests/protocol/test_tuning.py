@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import yaml
 
 from dperm import grid as ex
@@ -139,3 +140,38 @@ def test_an_algorithm_with_two_grid_blocks_is_refused_at_load_time(tmp_path):
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError, match=r"tuning.hyper.*\['dp-sgd'\] have more than one grid block"):
         ex.load_paper(path)
+
+
+def test_a_per_epsilon_block_chooses_a_point_for_each_epsilon_and_a_cell_takes_its_own(tmp_path):
+    """OutPert-like trade-off: more epochs help at a large ε and hurt at a small one, so one
+    point for all ε cannot serve both; a per-ε block chooses each, the cells apply theirs."""
+    import copy
+
+    from dperm.config import ConfigError
+    from dperm.tuning import as_spec
+
+    spec = copy.deepcopy(as_spec(_paper(tmp_path)))
+    spec["experiments"]["e"]["epsilons"] = [0.05, 8.0]
+    spec["tuning"]["hyper"] = [{"algorithm": "dp-sgd", "grid": {"epochs": [0.05, 20]}, "epsilons": [0.05, 8.0],
+                                "per_epsilon": True}]
+    chosen, grid = tune(spec, lambda dataset, profile: _data(), seed=1)
+    by_eps = chosen["wine"]["default"]["lr"]["hyper"]["dp-sgd"]["by_epsilon"]
+    assert set(by_eps) == {"0.05", "8"}
+    assert set(grid["tuned"]) >= {"dp-sgd (ε = 0.05)", "dp-sgd (ε = 8)"} and grid["chosen"].sum() == 3  # λ + 2
+    paper = _paper(tmp_path)
+    cell = next(c for c in ex.cells(paper) if c.algorithm == "dp-sgd")
+    untuned = ex.cell_spec(paper, cell, seed=1)
+    fake = {"wine": {"default": {"lr": {"l2": 0.01, "hyper": {"dp-sgd": {"by_epsilon": {cell.epsilon: {"epochs": 7}}}}}}}}
+    assert ex.apply_tuning(untuned, fake)["hyper"]["epochs"] == 7
+    fake["wine"]["default"]["lr"]["hyper"]["dp-sgd"]["by_epsilon"] = {"99": {"epochs": 7}}
+    with pytest.raises(ValueError, match="no point at epsilon"):
+        ex.apply_tuning(untuned, fake)
+    # a per-ε block must cover every ε its algorithm runs at
+    import yaml
+
+    config = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    config["tuning"]["hyper"] = [{"algorithm": "dp-sgd", "grid": {"epochs": [1, 3]}, "epsilons": [7.0],
+                                  "per_epsilon": True}]
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match="per_epsilon chooses a point for each epsilon"):
+        ex.load_paper(tmp_path / "q.yaml")

@@ -118,7 +118,14 @@ def apply_tuning(spec: dict, tuned: dict | None) -> dict:
     if what["l2"]:
         out["model"]["l2"] = chosen["l2"]
     if what["hyper"]:
-        out["hyper"].update(chosen.get("hyper", {}).get(what["key"], {}))
+        point = chosen.get("hyper", {}).get(what["key"], {})
+        if "by_epsilon" in point:  # chosen per ε (a per_epsilon tuning block): this cell's ε
+            if spec["epsilon"] not in point["by_epsilon"]:
+                raise ValueError(f"the tuning choices for {what['key']!r} have no point at epsilon "
+                                 f"{spec['epsilon']!r}; "
+                                 f"they have {sorted(point['by_epsilon'])}")
+            point = point["by_epsilon"][spec["epsilon"]]
+        out["hyper"].update(point)
     out["tuning"] = "non-private"
     return out
 

@@ -121,6 +121,16 @@ def _check_paper(paper: Paper, where: str) -> None:
                                                 f"{sorted(paper.algorithms)}")
             check_hyper(paper, block.algorithm, {k: v[0] for k, v in block.grid.items()},
                         f"{where}: tuning.hyper[{block.algorithm}]")
+            if block.per_epsilon:
+                tokens = {format_epsilon(e) for e in block.epsilons}
+                for name in tuning.experiments:
+                    exp = paper.experiments[name]
+                    if block.algorithm in exp.algorithms:
+                        missing = sorted(set(settings(paper, exp, block.algorithm)) - tokens)
+                        if missing:
+                            _fail(f"{where}: tuning.hyper[{block.algorithm}].epsilons",
+                                  f"per_epsilon chooses a point for each epsilon the algorithm runs at; experiment "
+                                  f"{name!r} runs it at {missing}, which the block does not tune")
 
 
 def _unique_settings(values, where: str, what: str) -> None:

@@ -126,6 +126,7 @@ class HyperGrid:
     algorithm: str
     grid: dict
     epsilons: tuple[float, ...]
+    per_epsilon: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,8 @@ class Tuning:
                    raw=copy.deepcopy(block),
                    protocol=copy.deepcopy(block.get("protocol")), l2_grid=tuple(l2.get("grid", ())),
                    l2_algorithms=tuple(l2.get("algorithms", ())),
-                   hyper=tuple(HyperGrid(h["algorithm"], copy.deepcopy(h["grid"]), tuple(h["epsilons"]))
-                               for h in block.get("hyper", ())))
+                   hyper=tuple(HyperGrid(h["algorithm"], copy.deepcopy(h["grid"]), tuple(h["epsilons"]),
+                                         bool(h.get("per_epsilon", False))) for h in block.get("hyper", ())))
 
     def hyper_for(self, key: str) -> HyperGrid | None:
         return next((h for h in self.hyper if h.algorithm == key), None)
