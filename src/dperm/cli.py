@@ -242,11 +242,15 @@ def _cmd_check_paper(args) -> None:
     from pathlib import Path
 
     from .config import read_yaml
-    from .grid import cells
+    from .grid import cells, check_profiles, merge
     from .papers import load, products
 
     name = read_yaml(args.paper).get("paper", Path(args.paper).stem)
     paper = load(name, args.paper, quick=args.quick, overlay=args.overlay)
+    profiles = {}
+    for path in ["config/config.yaml", *args.config]:  # merged as Snakemake merges its configfiles
+        profiles = merge(profiles, read_yaml(path).get("profiles", {}))
+    check_profiles(paper, profiles, paper.source)
     print(f"{args.paper}: paper {paper.key!r}, {len(paper.experiments)} experiment(s), {len(cells(paper))} cell(s), "
           f"{len(paper.figures)} figure(s), {len(products(paper.key))} product(s): OK")
 
@@ -339,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="check it with its quick section merged in")
     p.add_argument("--overlay", default=None,
                    help="an overlay file merged over it (e.g. .test/config/papers/<paper>.yaml)")
+    p.add_argument("--config", nargs="+", default=[], metavar="CONFIGFILE",
+                   help="config files merged over config/config.yaml, as snakemake --configfile merges them "
+                        "(their preprocessing profiles are the ones the paper may use)")
     p.set_defaults(func=_cmd_check_paper)
 
     p = sub.add_parser("audit-subject", help="black-box privacy audit of one algorithm or mutant (dperm.audit)")

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 
 import yaml
 
 SCHEMAS = ("config", "paper")
+
+# YAML 1.1 (PyYAML) reads 1e-8 and 1e6 as strings: its float pattern wants a dot. Every DP paper
+# writes delta as 1e-8, so the loader reads exponent notation as the number it is (YAML 1.2).
+_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
 
 class ConfigError(ValueError):
@@ -46,6 +51,25 @@ def _validator_class():
         yield from check_properties(validator, properties, instance, subschema)
 
     return jsonschema.validators.extend(base, {"properties": properties_with_defaults})
+
+
+def _numbers_from_strings(instance: dict, validator) -> None:
+    """Where the schema wants a number and finds a string in exponent notation (``"1e-8"``, as
+    Snakemake's own YAML loader leaves it in a config file it reads), the number it writes, in
+    place; every other value is left for validation to judge."""
+    for _ in range(100):  # a fixed point: each pass fixes what the errors of the last one name
+        fixes = [e for e in validator.iter_errors(instance) if e.validator == "type" and isinstance(e.instance, str)
+                 and {"number", "integer"} & set(e.validator_value if isinstance(e.validator_value, list)
+                                                else [e.validator_value]) and _FLOAT.match(e.instance.strip())]
+        if not fixes:
+            return
+        for error in fixes:
+            *parents, last = list(error.absolute_path)
+            node = instance
+            for key in parents:
+                node = node[key]
+            value = float(error.instance)
+            node[last] = int(value) if "integer" in str(error.validator_value) and value.is_integer() else value
 
 
 def _where(error) -> str:
@@ -95,6 +119,7 @@ def validate_against(instance: dict, schema_: dict, source: str) -> dict:
     if not isinstance(instance, dict):
         raise ConfigError(f"{source}: expected a mapping of keys to values, got {_short(instance)}")
     validator = _validator_class()(schema_)
+    _numbers_from_strings(instance, validator)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
     if errors:
         lines = [f"{source}: {_where(e)}: {_message(e)}" for e in errors]
@@ -102,15 +127,46 @@ def validate_against(instance: dict, schema_: dict, source: str) -> dict:
     return instance
 
 
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, stricter and closer to YAML 1.2: a key given twice in one mapping is
+    an error naming the key and both lines (PyYAML keeps the last silently), and 1e-8 is a
+    number (PyYAML reads it as a string)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping (first on line {seen[key] + 1}, again "
+                    f"on line {key_node.start_mark.line + 1}); the second would silently replace the first",
+                    key_node.start_mark)
+            seen.setdefault(key, key_node.start_mark.line)
+        return super().construct_mapping(node, deep)
+
+
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def load_yaml_text(text: str, source: str):
+    """YAML text read with :class:`StrictLoader`; a YAML error is a :class:`ConfigError` naming
+    ``source`` and the line."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{where}: not valid YAML: {problem}") from None
+
+
 def read_yaml(path) -> dict:
-    """A YAML file as a mapping; a missing or unreadable file is a :class:`ConfigError`."""
+    """A YAML file as a mapping (:func:`load_yaml_text`); a missing or unreadable file is a
+    :class:`ConfigError`."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    data = load_yaml_text(path.read_text(encoding="utf-8"), str(path))
     return {} if data is None else data
 
 

@@ -173,8 +173,8 @@ def test_a_base_without_an_rdp_statement_is_refused_by_name(base, why):
     ({"grid": {"l2": [-1.0]}}, "grid.l2 must list numbers >= 0"),
     ({"distribution": "geometric"}, "distribution must be one of"),
     ({"trials": 0.5}, "trials (the mean number of trials) must be"),
-    ({"validation_fraction": 1.0}, "validation_fraction must be in (0, 1)"),
-    ({"score": "auc"}, "score must be one of"),
+    ({"validation_fraction": 1.0}, "'validation_fraction' of algorithm 'private-selection' must be a number in (0, 1)"),
+    ({"score": "auc"}, "'score' of algorithm 'private-selection' must be one of ['loss', 'accuracy']; got 'auc'"),
 ])
 def test_bad_settings_fail_when_the_grid_is_loaded(given, message):
     with pytest.raises(ValueError) as err:

@@ -76,7 +76,7 @@ def test_sweep_expands_into_one_cell_key_per_value(tmp_path):
 
     config = copy.deepcopy(BASE)
     config["experiments"]["s"] = {"datasets": ["wine"], "models": ["lr"], "algorithms": ["dp-sgd"],
-                                  "epsilons": [1], "protocol": {"kind": "full"},
+                                  "epsilons": [1], "delta": 1e-6, "protocol": {"kind": "full"},
                                   "sweep": {"param": "clip", "values": [0.5, 2]},
                                   "model_overrides": {"lr": {"l2": 0}}}
     paper = _load(tmp_path, config)
@@ -92,10 +92,10 @@ def test_a_swept_value_of_zero_is_its_own_cell_and_repeats_are_refused(tmp_path)
 
     config = copy.deepcopy(BASE)
     config["experiments"]["s"] = {"datasets": ["wine"], "models": ["lr"], "algorithms": ["dp-sgd"],
-                                  "epsilons": [1], "protocol": {"kind": "full"},
-                                  "sweep": {"param": "learning_rate", "values": [0, 0.5]}}
+                                  "epsilons": [1], "delta": 1e-6, "protocol": {"kind": "full"},
+                                  "sweep": {"param": "smoothing", "values": [0, 0.5]}}
     paper = _load(tmp_path, config)
-    assert [c.algorithm for c in ex.cells(paper, ["s"])] == ["dp-sgd-learningrate0", "dp-sgd-learningrate0.5"]
+    assert [c.algorithm for c in ex.cells(paper, ["s"])] == ["dp-sgd-smoothing0", "dp-sgd-smoothing0.5"]
     config["experiments"]["s"]["sweep"]["values"] = [2, 2.0]
     with pytest.raises(ConfigError, match="same cell twice"):
         _load(tmp_path, config)

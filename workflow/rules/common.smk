@@ -1,5 +1,6 @@
 # Validation, wildcard constraints and path helpers. No rules here, and no paper named: a paper's
-# knowledge lives in its package (src/dperm/papers/<paper>/) and rule file (rules/papers/).
+# knowledge lives in its package (src/dperm/papers/<paper>/), whose declared products
+# rules/products.smk turns into rules.
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from snakemake.exceptions import WorkflowError
 
 from dperm import audit, grid, papers
 from dperm.protocol import metric_hooks
-from dperm.config import ConfigError, validate as validate_config
+from dperm.config import ConfigError, read_yaml, validate as validate_config
 from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
@@ -31,6 +32,8 @@ def _config_sources():
 
 
 try:
+    for _file in getattr(workflow, "configfiles", []):  # Snakemake's loader keeps a repeated key's last value
+        read_yaml(_file)  # silently; ours refuses it, naming both lines
     validate_config(config, "config", _config_sources())
     MIRROR = resolve_mirror(config["data"]["mirror"])
 except (ConfigError, FetchError) as err:

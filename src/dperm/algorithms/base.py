@@ -108,7 +108,12 @@ class AlgorithmSpec:
     returns the target one fit runs at and what that fit satisfies, ρ-zCDP and/or pure ε-DP
     (:class:`dperm.privacy.selection.RdpStatement`), with ``hyper`` its full hyper-parameters.
     ``check(given, where)``: further checks of configured hyper-parameters beyond their types
-    (e.g. a nested grid), run by :meth:`check_types` so that a bad value fails before any job."""
+    (e.g. a nested grid), run by :meth:`check_types` so that a bad value fails before any job.
+
+    What a configuration may give, declared at registration beside the defaults
+    (:mod:`.domains`): ``domains`` (hyper-parameter -> the values it admits), ``needs`` (what
+    the algorithm needs of its privacy target: a finite ε, δ > 0) and ``size_bounds`` (the
+    hyper-parameters that may not exceed the training rows)."""
 
     name: str
     impl: Callable
@@ -126,6 +131,9 @@ class AlgorithmSpec:
     audit: Callable[[], list] | None = None
     rdp: Callable | None = None
     check: Callable | None = None
+    domains: Mapping[str, Any] = field(default_factory=dict)
+    needs: tuple = ()
+    size_bounds: tuple = ()
 
     @property
     def label(self) -> str:
@@ -156,7 +164,8 @@ class AlgorithmSpec:
 
     def check_types(self, given: Mapping[str, Any], where: str = "") -> None:
         """A ``ValueError`` naming the first hyper-parameter whose value has a type it does not
-        admit (``learning_rate: fast``), so a config error shows before any job runs."""
+        admit (``learning_rate: fast``) or lies outside its domain (``clip: -1``), so a config
+        error shows before any job runs."""
         for key, value in given.items():
             allowed = self.types.get(key)
             wrong_bool = isinstance(value, bool) and allowed is not None and bool not in allowed
@@ -167,8 +176,19 @@ class AlgorithmSpec:
             names = " or ".join(sorted(kinds))
             raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "
                              f"must be {names}; got {value!r}")
+        for key, value in given.items():
+            domain = self.domains.get(key)
+            if domain is not None and not domain.admits(value):
+                raise ValueError(f"{where}{': ' if where else ''}hyper-parameter {key!r} of algorithm {self.name!r} "
+                                 f"must be {domain.text}; got {value!r}")
         if self.check is not None:
             self.check(dict(given), where)
+
+    def unmet_needs(self, epsilon: float, delta: float, given: Mapping[str, Any]) -> list[str]:
+        """What this algorithm needs of a privacy target (ε, δ) that the target lacks, with the
+        hyper-parameters ``given``."""
+        hyper = {**self.defaults, **given}
+        return [need for need in (check(epsilon, delta, hyper) for check in self.needs) if need]
 
     def fit(self, problem, privacy, rng, draws: int = 1, **hyper) -> FitResult:
         return self.impl(problem, privacy, rng, draws, **self.hyper(hyper), **self.switches)

@@ -64,6 +64,7 @@ from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from .registry import register
 
 GAUSSIANS = ("zhao", "analytic")
@@ -160,7 +161,13 @@ def _project(w: np.ndarray, radius: float | None) -> None:
             w *= radius / norm
 
 
-@register("bassily-sgd", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000,
+@register("bassily-sgd",
+          domains={"batch_size": POSITIVE_INT, "max_steps": optional(POSITIVE_INT), "row_bound": POSITIVE,
+                   "radius": optional(POSITIVE), "clip": optional(POSITIVE), "step_size": one_of(*STEP_SIZES),
+                   "gaussian": one_of(*GAUSSIANS), "chunk": POSITIVE_INT},
+          needs=(finite_epsilon, positive_delta),
+          size_bounds=("batch_size",),
+          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000,
                                              hyper={"max_steps": 200, "batch_size": 10}),
           description="BST14 noisy mini-batch SGD (m = 50 with replacement), "
                                      "amplification + advanced composition, step cap")

@@ -43,6 +43,7 @@ from ..privacy import DEFAULT_RDP_ORDERS, noise_multiplier_for_epsilon, rdp_samp
 from ..privacy.perturbation import private_target
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, positive_delta
 from .registry import register
 
 
@@ -149,7 +150,10 @@ def fit_filter_settings(problem, privacies, rngs, draws: int = 1, **hyper):
     return _fits(problem, list(privacies), list(rngs), draws, **hyper)
 
 
-@register("dp-gd-filter", settings=fit_filter_settings,
+@register("dp-gd-filter",
+          domains={"steps": POSITIVE_INT, "budget_fraction": UNIT, "learning_rate": POSITIVE, "clip": POSITIVE},
+          needs=(finite_epsilon, positive_delta),
+          settings=fit_filter_settings,
           audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, n=50,
                              hyper={"steps": 10, "learning_rate": 1.0}),
           description="noisy full-batch GD with individual Renyi filters (Feldman & Zrnic 2021): rows "

@@ -16,10 +16,13 @@ import numpy as np
 
 from .. import solvers
 from .base import FitResult, Privacy
+from .domains import POSITIVE, POSITIVE_INT
 from .registry import register
 
 
-@register("nonprivate", private=False, depends_on_epsilon=False,
+@register("nonprivate",
+          domains={"gtol": POSITIVE, "max_iter": POSITIVE_INT, "nonsmooth_ftol": POSITIVE},
+          private=False, depends_on_epsilon=False,
           description="L-BFGS on the regularised objective (non-private reference)")
 def fit_nonprivate(problem, privacy: Privacy, rng, draws: int = 1, *, gtol: float = 1e-8,
                    max_iter: int = 5_000, nonsmooth_ftol: float = 2.220446049250313e-09):

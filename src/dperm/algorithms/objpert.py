@@ -75,6 +75,7 @@ from ..privacy.perturbation import (
 from ..privacy.selection import RdpStatement
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .registry import register, register_variant
 
 ADJACENCIES = ("add-remove", "replace-one")
@@ -132,7 +133,11 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
     return Privacy(epsilon, 0.0), RdpStatement(epsilon=epsilon, adjacency=hyper.get("adjacency", "replace-one"))
 
 
-@register("objpert", audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
+@register("objpert",
+          domains={"row_bound": POSITIVE, "adjacency": one_of("replace-one", "add-remove"), "gtol": POSITIVE,
+                   "max_iter": POSITIVE_INT, "huber_h": optional(UNIT)},
+          needs=(finite_epsilon,),
+          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           rdp=selection_trial,
           description="objective perturbation (Kifer et al. 2012), constants from the "
           "loss at an enforced public row bound, certified L-BFGS solve")
@@ -220,7 +225,10 @@ def fit_objpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, zet
                "noise_scale": scale})
 
 
-register_variant("objpert-reference", of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
+register_variant("objpert-reference",
+                 domains={"zeta": POSITIVE, "hessian_bound": POSITIVE, "max_iter": POSITIVE_INT,
+                          "bias_column": optional(NON_NEGATIVE_INT)},
+                 of="objpert", impl=fit_objpert_reference, dp_as_implemented=False,
                  audit=canary_audit("add-remove", epsilon=1.0, delta=0.0, l2=0.01, norm=10.0, runs=2000,
                                     name="a canary row longer than the norm the constants assume"),
                  caveat="zeta = lambda_H = 1 whatever the row norms, hinge allowed, bias excluded from "

@@ -54,6 +54,7 @@ from ..privacy.perturbation import (
 )
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .dp_sgd.engine import LockstepGLM
 from .registry import register, register_variant
 
@@ -158,7 +159,13 @@ _AUDIT = canary_audit("replace-one", epsilon=1.0, delta=1e-5, l2=0.1, n=50,
                       hyper={"passes": 2, "batch_size": 5})
 
 
-@register("outpert-sgd", switches={"sensitivity_form": "derived"}, audit=_AUDIT,
+@register("outpert-sgd",
+          domains={"passes": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_rate": POSITIVE,
+                   "schedule": one_of(*SCHEDULES), "radius": optional(POSITIVE), "row_bound": POSITIVE,
+                   "gaussian": one_of("analytic", "zhao"), "huber_h": optional(UNIT)},
+          needs=(finite_epsilon,),
+          size_bounds=("batch_size",),
+          switches={"sensitivity_form": "derived"}, audit=_AUDIT,
           description="Wu et al. 2017 bolt-on: permutation SGD (k passes, batch b), output perturbation; "
                       "convex 2kL*eta/b or strongly convex eta_t = min(1/beta, 1/(gamma t))")
 def fit_outpert_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, passes: int = 5, batch_size: int = 50,

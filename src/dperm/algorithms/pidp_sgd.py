@@ -56,6 +56,7 @@ from ..privacy.perturbation import private_target
 from ..privacy.sgd_calibration import calibrate_noise
 from .audit_cases import AuditCase, canary_problems
 from .base import FitResult, Privacy, draw_rngs
+from .domains import ANY, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_INT, finite_epsilon, positive_delta
 from .registry import register
 
 _STARTS: dict = {}
@@ -327,7 +328,12 @@ def _audit() -> list[AuditCase]:
                       statistic=lambda W, c=c: np.abs(np.asarray(W)[:, c]), runs=2000)]
 
 
-@register("pidp-sgd-reference", variant="reference", dp_as_implemented=False, settings=fit_pidp_settings,
+@register("pidp-sgd-reference",
+          domains={"steps": POSITIVE_INT, "rounds": POSITIVE_INT, "learning_rate": POSITIVE, "clip": POSITIVE,
+                   "radius": POSITIVE, "hessian_shift": POSITIVE, "test_share": FRACTION, "smoothness": POSITIVE,
+                   "hessian_lipschitz": NON_NEGATIVE, "start": ANY, "start_iterations": POSITIVE_INT},
+          needs=(finite_epsilon, positive_delta),
+          variant="reference", dp_as_implemented=False, settings=fit_pidp_settings,
           audit=_audit,
           caveat="not DP as described: steps that pass a noisy influence test are taken without noise "
                  "(docs/privacy.md#pidp-sgd); no correct variant exists",

@@ -68,6 +68,7 @@ from ..privacy.selection import RdpStatement, TrialCount, calibrate_trial, selec
 from . import dp_agd, objpert, outpert, privgene  # noqa: F401
 from .audit_cases import AuditCase, canary_problems
 from .base import FitResult, Privacy, draw_rngs
+from .domains import ANY, FRACTION, POSITIVE, at_least, finite_epsilon, one_of, optional
 from .registry import get_algorithm, register
 
 SCORES = ("loss", "accuracy")
@@ -322,7 +323,12 @@ def selection_audit() -> list[AuditCase]:
                       Privacy(1.0, 1e-5), hyper, statistic=lambda W, c=c: np.asarray(W)[:, c], runs=10_000)]
 
 
-@register("private-selection", switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
+@register("private-selection",
+          domains={"base": ANY, "grid": optional(ANY), "base_hyper": optional(ANY), "trials": POSITIVE,
+                   "distribution": ANY, "eta": at_least(-1.0), "validation_fraction": FRACTION,
+                   "score": one_of(*SCORES), "score_clip": POSITIVE, "split": one_of(*SPLITS)},
+          needs=(finite_epsilon,),
+          switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
           description="private hyper-parameter selection: random search with a random number of trials "
                       "(Papernot & Steinke 2022), charged to the total (epsilon, delta)")
 def fit_private_selection(problem, privacy: Privacy, rng, draws: int = 1, *, base: str = "dp-agd",

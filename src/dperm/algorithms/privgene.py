@@ -60,6 +60,7 @@ from ..privacy.selection import RdpStatement
 from ..privacy.validation import check_real
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .dp_sgd.engine import poisson_batch
 from .registry import register
 
@@ -281,7 +282,14 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
                                                  adjacency=hyper.get("adjacency", "replace-one"))
 
 
-@register("privgene", rdp=selection_trial, audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
+@register("privgene",
+          domains={"iterations": optional(POSITIVE_INT), "c": POSITIVE, "C": optional(POSITIVE),
+                   "ridge": optional(NON_NEGATIVE), "initial_scale": POSITIVE, "shrink": UNIT,
+                   "feature_bound": POSITIVE, "batch_size": optional(POSITIVE_INT), "sampling": one_of(*SAMPLINGS),
+                   "adjacency": one_of(*ADJACENCY_CLAIMS), "composition": one_of(*COMPOSITIONS)},
+          needs=(finite_epsilon,),
+          size_bounds=("batch_size",),
+          rdp=selection_trial, audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
                                           hyper={"iterations": 2}),
           description="PrivGene (DP-AGD simplification): exponential mechanism over "
                                   "±s·e_j mutations, zCDP composition")

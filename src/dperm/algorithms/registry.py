@@ -108,6 +108,9 @@ def register_variant(name: str, *, of: str, impl: Callable | None = None,
     spec.setdefault("private", base.private)
     spec.setdefault("depends_on_epsilon", base.depends_on_epsilon)
     spec.setdefault("audit", base.audit)
+    spec.setdefault("needs", base.needs)
+    spec.setdefault("size_bounds", base.size_bounds)
+    domains = {**base.domains, **spec.pop("domains", {})}  # kept for the variant's own hyper-parameters
     if impl is None:
         for what, names, allowed in (("switches", changed, base.switches), ("defaults", given, base.defaults),
                                      ("drop", drop, base.defaults)):
@@ -118,13 +121,14 @@ def register_variant(name: str, *, of: str, impl: Callable | None = None,
         variant_spec = AlgorithmSpec(
             name=name, impl=base.impl, defaults={**kept, **given}, types=_types(base.impl, kept),
             switches={**base.switches, **changed, **{k: base.defaults[k] for k in drop}},
-            settings_impl=base.settings_impl, variant=variant, base=of, **spec)
+            settings_impl=base.settings_impl, variant=variant, base=of,
+            domains={k: d for k, d in domains.items() if k in kept}, **spec)
     else:
         keywords = _defaults(name, impl, {**given, **changed}, base.defaults)
         hyper = {k: v for k, v in keywords.items() if k not in changed}
         variant_spec = AlgorithmSpec(
-            name=name, impl=impl, defaults=hyper, types=_types(impl, hyper),
-            switches=changed, variant=variant, base=of, **spec)
+            name=name, impl=impl, defaults=hyper, types=_types(impl, hyper), switches=changed,
+            variant=variant, base=of, domains={k: d for k, d in domains.items() if k in hyper}, **spec)
     _add(variant_spec)
     return variant_spec
 

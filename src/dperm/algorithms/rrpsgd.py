@@ -61,6 +61,7 @@ from ..privacy.validation import check_real
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration
+from .domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from .registry import register
 
 NOISES = ("theorem4", "calibrated")
@@ -114,7 +115,13 @@ def _example_gradient(problem, L: float):
     return grad
 
 
-@register("rrpsgd", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000, hyper={"max_steps": 100}),
+@register("rrpsgd",
+          domains={"max_steps": POSITIVE_INT, "noise": one_of(*NOISES), "row_bound": POSITIVE,
+                   "clip": optional(POSITIVE), "smoothness": optional(POSITIVE),
+                   "initial_loss_bound": optional(POSITIVE), "gaussian": one_of("zhao", "analytic"),
+                   "chunk": POSITIVE_INT},
+          needs=(finite_epsilon, positive_delta),
+          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000, hyper={"max_steps": 100}),
           description="Random Round Private SGD (Zhang et al. 2017, Alg. 2), non-convex")
 def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int = 100_000,
                noise: str = "theorem4", row_bound: float = 1.0, clip: float | None = None,

@@ -75,6 +75,7 @@ from ..privacy.sgd_calibration import ACCOUNTANTS, sampled_gaussian_epsilon
 from ..privacy.validation import check_real
 from .audit_cases import canary_audit, displaced_row_audit
 from .base import FitResult, Privacy, draw_rngs
+from .domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta, sequence_of
 from .dp_sgd.engine import FixedSizeSampler, PoissonSampler, run_noisy_sgd
 from .registry import register, register_variant
 
@@ -199,7 +200,12 @@ def _fit_sgd_adv(problem, privacy: Privacy, rng, draws, *, steps, c, batch_size,
                      accounting=accounting)
 
 
-@register("sgd-adv", switches={"reference": False},
+@register("sgd-adv",
+          domains={"steps": optional(POSITIVE_INT), "c": POSITIVE, "batch_size": optional(POSITIVE_INT),
+                   "clip": POSITIVE, "learning_rate": POSITIVE, "gaussian": one_of(*GAUSSIANS)},
+          needs=(finite_epsilon, positive_delta),
+          size_bounds=("batch_size",),
+          switches={"reference": False},
           audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000, hyper={"steps": 5}),
           description="noisy mini-batch SGD, advanced composition + subsampling amplification, "
                       "Gaussian valid for every epsilon")
@@ -267,7 +273,13 @@ def _fit_sgd_ma(problem, privacy: Privacy, rng, draws, *, steps, noise_multiplie
     return result
 
 
-@register("sgd-ma", switches={"reference": False}, depends_on_epsilon=False,
+@register("sgd-ma",
+          domains={"steps": POSITIVE_INT, "noise_multiplier": POSITIVE, "batch_size": optional(POSITIVE_INT),
+                   "clip": POSITIVE, "learning_rate": POSITIVE, "snapshots": sequence_of(POSITIVE_INT),
+                   "accountant": one_of(*sorted(ACCOUNTANTS))},
+          needs=(positive_delta,),
+          size_bounds=("batch_size",),
+          switches={"reference": False}, depends_on_epsilon=False,
           audit=canary_audit("add-remove", delta=1e-5, runs=20_000,
                              hyper={"steps": 5, "noise_multiplier": 2.0, "batch_size": 25}),
           description="noisy SGD, Poisson sampling, noise multiplier 4, epsilon from the RDP or PLD accountant")

@@ -16,7 +16,7 @@ import copy
 
 from ..config import ConfigError, read_yaml, validate
 from ..protocol.settings import format_epsilon
-from .cells import algorithm_spec, experiment_profile, settings, sweep_key
+from .cells import algorithm_spec, base_key, experiment_profile, jobs, settings, sweep_key
 from .specs import RESERVED
 from .views import Experiment, Figure, Paper
 
@@ -81,7 +81,12 @@ def check_hyper(paper: Paper, key: str, hyper: dict, where: str) -> None:
     if unknown:
         _fail(where, f"unknown hyper-parameter(s) {unknown} for algorithm {spec.name!r}; allowed: "
                      f"{sorted(spec.defaults)}")
-    spec.check_types(given, where)
+    try:
+        spec.check_types(given, where)
+    except ConfigError:
+        raise
+    except ValueError as err:  # the algorithm's words, as a configuration error
+        raise ConfigError(str(err)) from None
 
 
 def _check_paper(paper: Paper, where: str) -> None:
@@ -119,8 +124,9 @@ def _check_paper(paper: Paper, where: str) -> None:
             if block.algorithm not in paper.algorithms:
                 _fail(f"{where}: tuning.hyper", f"unknown algorithm key {block.algorithm!r}; defined: "
                                                 f"{sorted(paper.algorithms)}")
-            check_hyper(paper, block.algorithm, {k: v[0] for k, v in block.grid.items()},
-                        f"{where}: tuning.hyper[{block.algorithm}]")
+            for name, values in block.grid.items():  # every value of the grid, not only the first
+                for value in values:
+                    check_hyper(paper, block.algorithm, {name: value}, f"{where}: tuning.hyper[{block.algorithm}]")
             if block.per_epsilon:
                 tokens = {format_epsilon(e) for e in block.epsilons}
                 for name in tuning.experiments:
@@ -176,6 +182,7 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
             what = "steps" if not spec.depends_on_epsilon else "epsilons"
             _fail(where, f"algorithm {key!r} is private but the experiment gives it no {what}: it would "
                          f"run no cells")
+        _check_needs(paper, exp, key, where)
     for block_name, block in [("hyper", exp.hyper)] + [
             (f"per_dataset.{d}", {a: h for a, h in b.items() if a != "models"}) for d, b in exp.per_dataset.items()]:
         for key, hyper in block.items():
@@ -211,6 +218,23 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
         for key in exp.algorithms:
             for value in exp.sweep.values:
                 check_hyper(paper, key, {exp.sweep.param: value}, f"{where}.sweep")
+
+
+def _check_needs(paper: Paper, exp: Experiment, key: str, where: str) -> None:
+    """Every privacy target the experiment gives an algorithm is one it can meet (a finite ε,
+    δ > 0 for Gaussian noise: ``needs`` in its registration)."""
+    spec = algorithm_spec(paper, key)
+    if not spec.private or not spec.depends_on_epsilon:
+        return
+    hyper = {k: v for k, v in paper.algorithms[key].items() if k not in RESERVED}
+    hyper.update(exp.hyper.get(key, {}))
+    for dataset in exp.datasets:
+        given = {**hyper, **exp.per_dataset.get(dataset, {}).get(key, {})}
+        for epsilon in exp.epsilons_by_algorithm.get(key, exp.epsilons):
+            unmet = spec.unmet_needs(float(epsilon), float(exp.delta), given)
+            if unmet:
+                _fail(where, f"algorithm {key!r} ({spec.name}) needs {' and '.join(unmet)}; the experiment runs "
+                             f"it at epsilon={epsilon!r}, delta={exp.delta!r}")
 
 
 def _check_figure(paper: Paper, fig: Figure, where: str) -> None:
@@ -279,3 +303,54 @@ def check_profiles(paper: Paper, profiles, source: str) -> None:
                 except ValueError as err:
                     raise ConfigError(f"{source}: experiment {name!r}, algorithm {key!r}: profile {profile!r} "
                                       f"cannot prepare dataset {dataset!r}: {err}") from None
+    _check_sizes(paper, profiles, source)
+
+
+def training_rows_bound(dataset: str, options: dict, protocol: dict) -> int | None:
+    """An upper bound of the training rows a dataset gives under a profile's options and a split
+    protocol (None when the registry does not know its rows): the raw rows, or the subsample's,
+    times the share a split trains on."""
+    from ..datasets import registry
+
+    rows = [f.rows for f in registry.get(dataset).files]
+    if not rows or any(r is None for r in rows):
+        return None
+    total = sum(rows)
+    subsample = options.get("subsample")
+    if isinstance(subsample, dict) and subsample.get("rows"):
+        total = min(total, int(subsample["rows"]))
+    kind = protocol.get("kind")
+    if kind == "kfold":
+        folds = int(protocol.get("folds", 2))
+        return total - total // folds
+    if kind == "holdout":
+        return total - int(total * float(protocol.get("test_fraction", 0.0)))
+    return total
+
+
+def _check_sizes(paper: Paper, profiles, source: str) -> None:
+    """No hyper-parameter an algorithm bounds by the training rows (``size_bounds``: a batch
+    size) exceeds an upper bound of them, in any job or tuning grid."""
+    from .specs import job_specs
+
+    seen = set()
+    for job in jobs(paper):
+        spec = job_specs(paper, job, 0)[0]
+        algorithm = algorithm_spec(paper, base_key(paper, job))
+        key = (job.experiment, job.dataset, job.algorithm)
+        if not algorithm.size_bounds or key in seen:
+            continue
+        seen.add(key)
+        options = profile_options(profiles, job.dataset, spec["profile"])
+        bound = training_rows_bound(job.dataset, options, spec["protocol"])
+        values = {name: [spec["hyper"].get(name)] for name in algorithm.size_bounds}
+        for block in paper.tuning.hyper if paper.tuning else ():
+            if block.algorithm == base_key(paper, job) and job.experiment in paper.tuning.experiments:
+                for name in algorithm.size_bounds:
+                    values[name] += list(block.grid.get(name, []))
+        for name, given in values.items():
+            for value in given:
+                if bound is not None and isinstance(value, int) and value > bound:
+                    raise ConfigError(f"{source}: experiment {job.experiment!r}, algorithm {job.algorithm!r}, "
+                                      f"dataset {job.dataset!r}: {name}={value} exceeds the at most {bound} "
+                                      f"training rows")

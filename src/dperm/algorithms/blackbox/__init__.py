@@ -49,6 +49,7 @@ import numpy as np
 
 from ... import solvers
 from ..base import Privacy
+from ..domains import BOOLEAN, FRACTION, POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional
 from ..registry import register
 from . import theory as bb
 
@@ -180,7 +181,13 @@ def _audit_cases():
             for solver in bb.SOLVERS]
 
 
-@register("outpert-blackbox", settings=fit_outpert_blackbox_settings, audit=_audit_cases,
+@register("outpert-blackbox",
+          domains={"solver": one_of(*bb.SOLVERS), "row_bound": POSITIVE, "radius": optional(POSITIVE),
+                   "gaussian": one_of(*bb.GAUSSIANS), "alpha_scale": POSITIVE, "max_steps": optional(POSITIVE_INT),
+                   "batch_size": POSITIVE_INT, "high_probability": BOOLEAN, "failure_share": FRACTION},
+          needs=(finite_epsilon,),
+          size_bounds=("batch_size",),
+          settings=fit_outpert_blackbox_settings, audit=_audit_cases,
           description="Lowy & Razaviyayn's black box: any solver to accuracy alpha, noise for "
                       "2L/(mu n) + 2 sqrt(2 alpha/mu); GD/AGD certified, SGD/Katyusha in expectation "
                       "(Katyusha with a Markov remedy charged to delta)")

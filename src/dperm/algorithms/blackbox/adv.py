@@ -30,6 +30,7 @@ from ...losses import RobustLogistic
 from ...problem import Problem
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy
+from ..domains import FRACTION, NON_NEGATIVE, POSITIVE, finite_epsilon, one_of
 from ..registry import register, register_variant
 from . import theory as bb
 
@@ -71,7 +72,10 @@ def fit_adv_settings(problem, privacies, rngs, draws: int = 1, *, radius: float 
                                  "Razaviyayn Alg. 5, Prop. 2.2 with L = R_x + r)")
 
 
-@register("adv", settings=fit_adv_settings, switches={"private_release": True},
+@register("adv",
+          domains={"radius": NON_NEGATIVE, "row_bound": POSITIVE, "gaussian": one_of(*bb.GAUSSIANS), "slack": FRACTION},
+          needs=(finite_epsilon,),
+          settings=fit_adv_settings, switches={"private_release": True},
           audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.1, hyper={"radius": 0.1}),
           description="private adversarially robust logistic regression (Lowy & Razaviyayn 5.2): certified "
                       "minimiser of the closed-form robust loss + noise for 2(R_x + r)/(mu n)")

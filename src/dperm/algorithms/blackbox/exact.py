@@ -32,6 +32,7 @@ import time
 
 from ..audit_cases import canary_audit
 from ..base import Privacy
+from ..domains import FRACTION, POSITIVE, finite_epsilon, one_of, optional
 from ..registry import register
 from . import theory as bb
 
@@ -77,7 +78,11 @@ def fit_outpert_exact_settings(problem, privacies, rngs, draws: int = 1, *, row_
     return out
 
 
-@register("outpert-exact", settings=fit_outpert_exact_settings,
+@register("outpert-exact",
+          domains={"row_bound": POSITIVE, "radius": optional(POSITIVE), "gaussian": one_of(*bb.GAUSSIANS),
+                   "slack": FRACTION},
+          needs=(finite_epsilon,),
+          settings=fit_outpert_exact_settings,
           audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.1, runs=2000),
           description="Lowy & Razaviyayn's conceptual output perturbation: certified minimiser + noise for "
                       "2L/(mu n) (Gamma-norm for eps-DP, Zhao et al.'s Gaussian for (eps, delta))")

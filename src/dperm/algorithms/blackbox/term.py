@@ -36,6 +36,7 @@ from ...losses import Tilted, loss_range
 from ...problem import Problem
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy
+from ..domains import NON_NEGATIVE, POSITIVE, finite_epsilon, one_of
 from ..registry import register, register_variant
 from . import theory as bb
 
@@ -81,7 +82,11 @@ def fit_term_settings(problem, privacies, rngs, draws: int = 1, *, tilt: float =
                                  "Thm 5.2), sensitivity (2L/mu) e^{tM}/(e^{tM} + n - 1)")
 
 
-@register("term", settings=fit_term_settings, switches={"private_release": True},
+@register("term",
+          domains={"tilt": NON_NEGATIVE, "radius": POSITIVE, "row_bound": POSITIVE, "gaussian": one_of(*bb.GAUSSIANS),
+                   "alpha_scale": POSITIVE},
+          needs=(finite_epsilon,),
+          settings=fit_term_settings, switches={"private_release": True},
           audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.1, hyper={"tilt": 1.0, "radius": 2.0}),
           description="private tilted ERM (Lowy & Razaviyayn 5.1): projected AGD black box, sensitivity "
                       "(2L/mu) e^{tM}/(e^{tM} + n - 1)")

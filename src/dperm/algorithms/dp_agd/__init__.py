@@ -127,6 +127,17 @@ from ...privacy import zcdp_from_dp
 from ...privacy.selection import RdpStatement
 from ..audit_cases import canary_audit, single_selection_audit
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import (
+    ANY,
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    finite_epsilon,
+    one_of,
+    optional,
+    positive_delta,
+)
 from ..registry import register, register_variant
 from .engine import (  # noqa: F401
     CORRECT,
@@ -247,7 +258,15 @@ def _audit_cases():
             + single_selection_audit(1.97 - 2.0, hyper=gumbel, name="one Gumbel selection decides the release")())
 
 
-@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases, rdp=selection_trial,
+@register("dp-agd",
+          domains={"grad_clip": POSITIVE, "obj_clip": POSITIVE, "gamma": FRACTION, "splits": POSITIVE,
+                   "exp_dec": POSITIVE, "batch_size": optional(POSITIVE_INT), "batch_sampling": one_of(*SAMPLINGS),
+                   "n_steps": POSITIVE_INT, "step_max": POSITIVE, "step_window": POSITIVE_INT,
+                   "step_growth": NON_NEGATIVE, "step_cap": POSITIVE, "init": ANY,
+                   "selection": one_of(*sorted(SELECTIONS))},
+          needs=(finite_epsilon, positive_delta),
+          size_bounds=("batch_size",),
+          switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases, rdp=selection_trial,
           description=_DOC + "; corrected (zCDP filter, add/remove)")
 def fit_dp_agd(problem, privacy: Privacy, rng, draws: int = 1, *, grad_clip: float = 3.0,
                obj_clip: float = 3.0, gamma: float = 0.1, splits: float = 60, exp_dec: float = 1.0,

@@ -35,6 +35,7 @@ from ...privacy.perturbation import private_target
 from .. import dp_sgd  # noqa: F401  (the base must be registered first)
 from ..audit_cases import AuditCase, canary_problems
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, positive_delta
 from ..registry import register_variant
 from .smoothing import laplacian_smoother, parameter_blocks
 
@@ -106,7 +107,12 @@ def _reference_audit() -> list[AuditCase]:
                       runs=2000)]
 
 
-register_variant("dp-lssgd-reference", of="dp-lssgd", impl=fit_dp_lssgd_reference, dp_as_implemented=False,
+register_variant("dp-lssgd-reference",
+                 domains={"epochs": POSITIVE, "batch_size": POSITIVE_INT, "clip": POSITIVE, "learning_rate": POSITIVE,
+                          "smoothing": NON_NEGATIVE, "noise_fraction": UNIT},
+                 needs=(finite_epsilon, positive_delta),
+                 size_bounds=("batch_size",),
+                 of="dp-lssgd", impl=fit_dp_lssgd_reference, dp_as_implemented=False,
                  audit=_reference_audit,
                  caveat="clips the batch-mean gradient per tensor, not each example (one row moves the mean by "
                         "up to 2C), and sizes its noise for a fifth of the steps it runs "

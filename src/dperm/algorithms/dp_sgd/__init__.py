@@ -34,9 +34,19 @@ from __future__ import annotations
 
 import math
 
-from ...privacy.sgd_calibration import calibrate_noise
+from ...privacy.sgd_calibration import ACCOUNTANTS, calibrate_noise
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    finite_epsilon,
+    one_of,
+    optional,
+    positive_delta,
+    unless_given,
+)
 from ..registry import register
 from .engine import PoissonSampler, run_noisy_sgd
 
@@ -48,7 +58,13 @@ def check_sgd_hyper(n: int, batch_size, clip, learning_rate, epochs) -> None:
         raise ValueError(f"clip, learning_rate and epochs must be > 0; got {clip!r}, {learning_rate!r}, {epochs!r}")
 
 
-@register("dp-sgd", switches={"name": "dp-sgd"},
+@register("dp-sgd",
+          domains={"epochs": POSITIVE, "batch_size": POSITIVE_INT, "clip": POSITIVE, "learning_rate": POSITIVE,
+                   "noise_multiplier": optional(POSITIVE), "accountant": one_of(*sorted(ACCOUNTANTS)),
+                   "smoothing": NON_NEGATIVE},
+          needs=(unless_given("noise_multiplier", finite_epsilon), positive_delta),
+          size_bounds=("batch_size",),
+          switches={"name": "dp-sgd"},
           audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=4000,
                              hyper={"epochs": 2.0, "batch_size": 25}),
           description="DP-SGD, Poisson sampling, per-example clipping, RDP or PLD accounting")

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register
-from .theory import check_schedule, gd_sigma_accountant, gd_sigma_notes, run_projected
+from .theory import OUTPUTS, STEP_SIZES, check_schedule, gd_sigma_accountant, gd_sigma_notes, run_projected
 
 ACCOUNTING = {
     "notes": "advanced composition + classical Gaussian (Lemma 15.1 of the notes)",
@@ -46,7 +47,12 @@ def dp_gd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: flo
     return gd_sigma_accountant(epsilon, delta, steps, n, lipschitz, accountant)
 
 
-@register("dp-gd-lecture", description="projected noisy full-batch GD of Wang's notes (Lemma 15.1), "
+@register("dp-gd-lecture",
+          domains={"steps": POSITIVE_INT, "learning_rate": POSITIVE, "clip": POSITIVE, "radius": optional(POSITIVE),
+                   "step_size": one_of(*STEP_SIZES), "output": one_of(*OUTPUTS),
+                   "accountant": one_of(*sorted(ACCOUNTING))},
+          needs=(finite_epsilon, positive_delta),
+          description="projected noisy full-batch GD of Wang's notes (Lemma 15.1), "
                                        "replace-one; notes, RDP or PLD calibration",
           audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, hyper={"steps": 5, "learning_rate": 1.0},
                              runs=2000))

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register
-from .theory import check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
+from .theory import OUTPUTS, STEP_SIZES, check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
 
 ACCOUNTING = {
     "notes": "advanced composition + amplification by sampling + classical Gaussian (Lemma 15.5 of the notes)",
@@ -64,7 +65,12 @@ def dp_sgd_lecture_sigma(epsilon: float, delta: float, steps: int, n: int, lipsc
     return sgd_sigma_rdp(epsilon, delta, steps, n, lipschitz)
 
 
-@register("dp-sgd-lecture", description="projected noisy one-example SGD of Wang's notes (Lemma 15.5), "
+@register("dp-sgd-lecture",
+          domains={"steps": optional(POSITIVE_INT), "steps_rule": one_of(*STEPS_RULES), "learning_rate": POSITIVE,
+                   "clip": POSITIVE, "radius": optional(POSITIVE), "step_size": one_of(*STEP_SIZES),
+                   "output": one_of(*OUTPUTS), "accountant": one_of(*sorted(ACCOUNTING))},
+          needs=(finite_epsilon, positive_delta),
+          description="projected noisy one-example SGD of Wang's notes (Lemma 15.5), "
                                         "replace-one; notes or RDP calibration",
           audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5,
                              hyper={"steps": 100, "step_size": "constant", "learning_rate": 0.5}, runs=2000))

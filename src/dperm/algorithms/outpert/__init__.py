@@ -45,6 +45,7 @@ import numpy as np
 from ... import solvers
 from ...losses import Huber
 from ...privacy.perturbation import (
+    GAUSSIANS,
     check_regulariser,
     check_row_bound,
     draw_noise,
@@ -56,6 +57,7 @@ from ...privacy.perturbation import (
 from ...privacy.selection import RdpStatement
 from ..audit_cases import canary_audit
 from ..base import FitResult, Privacy, draw_rngs
+from ..domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register, register_variant
 from . import theory
 
@@ -185,7 +187,12 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
     return privacy, RdpStatement(rho=1.0 / (2.0 * scale * scale), adjacency="replace-one")
 
 
-@register("outpert-gd", switches={"name": "outpert-gd"}, rdp=selection_trial,
+@register("outpert-gd",
+          domains={"row_bound": POSITIVE, "solution_bound": POSITIVE, "steps": optional(POSITIVE_INT),
+                   "learning_rate": optional(POSITIVE), "lemma": one_of(*theory.LEMMAS),
+                   "gaussian": one_of(*GAUSSIANS), "huber_h": optional(UNIT)},
+          needs=(finite_epsilon,),
+          switches={"name": "outpert-gd"}, rdp=selection_trial,
           audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
@@ -240,7 +247,10 @@ def fit_outpert_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ste
                "mu": problem.l2})
 
 
-register_variant("outpert-reference", of="outpert", impl=fit_outpert_reference, dp_as_implemented=False,
+register_variant("outpert-reference",
+                 domains={"steps": POSITIVE_INT, "learning_rate": POSITIVE, "lipschitz": POSITIVE},
+                 needs=(finite_epsilon, positive_delta),
+                 of="outpert", impl=fit_outpert_reference, dp_as_implemented=False,
                  audit=lambda: canary_audit("replace-one", epsilon=1.0, delta=1e-5, norm=100.0, runs=4000,
                                             loss=Huber(1.0), canary_label=1e6,
                                             name="a canary row longer than the Lipschitz constant assumes")(),
