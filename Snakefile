@@ -38,5 +38,5 @@ rule all:
     default_target: True
     input:
         default_targets(),
-        [paper_outputs(paper) for paper in PAPERS],
+        [paper_outputs(paper, makeable=True) for paper in PAPERS],
         rules.scorecard.output,

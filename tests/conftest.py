@@ -73,7 +73,7 @@ def copy_workflow(root: Path) -> None:
     for tests that run Snakemake without touching the checkout's results."""
     import shutil
 
-    for part in ("Snakefile", "workflow", "profiles", "config"):
+    for part in ("Snakefile", "workflow", "profiles", "config", "docs"):
         src = REPO / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, root / part)
     shutil.copytree(REPO / "src" / "dperm", root / "src" / "dperm", ignore=shutil.ignore_patterns("__pycache__"))

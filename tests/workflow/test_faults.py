@@ -88,6 +88,21 @@ PAPER_FAULTS = [
      ["algorithms.dp-sgd", "hyper-parameter 'learning_rate' of algorithm 'dp-sgd' must be number; got 'fast'"]),
     ("a one-key typo", lambda p: p["experiments"]["demo"].update(epsilon=[1.0]),
      ["papers/demo.yaml", f"{EXP}: unknown key(s) ['epsilon']; allowed keys:"]),
+    # values outside an algorithm's declared domains, or a target it cannot meet
+    ("a negative clip", lambda p: p["algorithms"]["dp-sgd"].update(clip=-1.0),
+     ["algorithms.dp-sgd", "'clip' of algorithm 'dp-sgd' must be a finite number > 0; got -1.0"]),
+    ("a negative learning rate", lambda p: p["algorithms"]["dp-sgd"].update(learning_rate=-0.1),
+     ["'learning_rate' of algorithm 'dp-sgd' must be a finite number > 0; got -0.1"]),
+    ("zero epochs", lambda p: p["algorithms"]["dp-sgd"].update(epochs=0),
+     ["'epochs' of algorithm 'dp-sgd' must be a finite number > 0; got 0"]),
+    ("a batch of zero", lambda p: p["algorithms"]["dp-sgd"].update(batch_size=0),
+     ["'batch_size' of algorithm 'dp-sgd' must be an integer >= 1; got 0"]),
+    ("a batch larger than the training rows", lambda p: p["algorithms"]["dp-sgd"].update(batch_size=30_000),
+     ["dataset 'bank-dpagd': batch_size=30000 exceeds the at most 22606 training rows"]),
+    ("delta zero for Gaussian noise", lambda p: p["experiments"]["demo"].update(delta=0),
+     [EXP, "algorithm 'dp-sgd' (dp-sgd) needs delta > 0", "delta=0"]),
+    ("an infinite epsilon", lambda p: p["experiments"]["demo"].update(epsilons=[1.0, float("inf")]),
+     [EXP, "algorithm 'dp-sgd' (dp-sgd) needs a finite epsilon", "epsilon=inf"]),
 ]
 
 
@@ -115,6 +130,61 @@ def test_a_bad_global_config_fails_at_dag_time_with_one_message(root, mirror, ed
     for fragment in fragments:
         assert fragment in text, (fragment, text[-2000:])
     assert "Traceback (most recent call last)" not in text and len(text.splitlines()) < 20
+
+
+def _dry_run_text(root, mirror, paper_text, config=CONFIG, target="demo"):
+    (root / "papers" / "demo.yaml").write_text(paper_text)
+    (root / "test.yaml").write_text(yaml.safe_dump(config))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", target, "--configfile", "test.yaml"],
+                         cwd=root, env=snakemake_env(mirror), capture_output=True, text=True)
+    return out.returncode, out.stdout + out.stderr
+
+
+def test_a_key_given_twice_is_refused_naming_it_and_both_lines(root, mirror):
+    text = yaml.safe_dump(PAPER, sort_keys=False).replace("  lr:\n", "  lr:\n    l2: 0.5\n", 1)
+    code, out = _dry_run_text(root, mirror, text)
+    assert code != 0 and "key 'l2' appears twice in one mapping (first on line" in out, out[-2000:]
+    (root / "twice.yaml").write_text("seed: 3\nseed: 4\n")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "demo", "--configfile", "test.yaml",
+                          "twice.yaml"], cwd=root, env=snakemake_env(mirror), capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "twice.yaml:2" in text and "key 'seed' appears twice" in text, text[-2000:]
+
+
+def test_exponent_notation_is_a_number_in_a_paper_and_in_a_configfile(root, mirror):
+    text = yaml.safe_dump(PAPER, sort_keys=False).replace("delta: 1.0e-08", "delta: 1e-8")
+    assert "delta: 1e-8" in text
+    config = yaml.safe_dump({**CONFIG, "data": {"download": "never", "timeout": 100}}).replace("timeout: 100",
+                                                                                              "timeout: 1e2")
+    assert "timeout: 1e2" in config
+    (root / "papers" / "demo.yaml").write_text(text)
+    (root / "test.yaml").write_text(config)
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "demo", "--configfile", "test.yaml"],
+                         cwd=root, env=snakemake_env(mirror), capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-2000:]
+
+
+def test_a_dataset_no_source_can_supply_is_refused_when_asked_for(root, mirror, tmp_path):
+    """An explicit target whose data are missing fails when the DAG is built, naming the dataset
+    and what was tried; the default target leaves it out with a warning instead."""
+    empty = tmp_path / "mirror"
+    empty.mkdir()
+    write(root, PAPER, CONFIG)
+    for target, fails in (("demo", True), ("resources/prepared/bank-dpagd/default.npz", True), ("all", False)):
+        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", target, "--configfile",
+                              "test.yaml"], cwd=root, env=snakemake_env(empty), capture_output=True, text=True)
+        text = out.stdout + out.stderr
+        assert (out.returncode != 0) == fails, (target, text[-2000:])
+        if fails:
+            assert "needs data that no source can supply (bank-dpagd: unavailable offline: dpagd/BANK.dat not in " \
+                   "the mirror and downloads are off)" in text, text[-2000:]
+        else:
+            assert "no data for demo/demo" in text and "the default target leaves it out" in text
+
+
+def test_a_paper_the_config_leaves_out_is_named_as_such(root, mirror):
+    code, text = dry_run(root, mirror, target="kang")
+    assert code != 0 and "target 'kang' is a paper that config 'papers' leaves out (it has ['demo'])" in text, text
 
 
 def test_a_cell_outside_the_grid_fails_at_dag_time(root, mirror):

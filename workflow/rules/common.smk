@@ -137,6 +137,30 @@ def configured_available_datasets():
     return [k for k in config["datasets"] if dataset_available(k)]
 
 
+def unavailable_why(datasets):
+    """Why none of ``datasets`` can be had, each one's reason (None when one can)."""
+    if not datasets or any(dataset_available(d) for d in datasets):
+        return None
+    return "; ".join(f"{d}: {AVAILABLE[d][1]}" for d in datasets)
+
+
+def require_available(what, datasets):
+    """Refuse, when the DAG is built, a requested output none of whose datasets can be had,
+    naming them, what was tried and what would supply them (instead of a job that fails later
+    with nothing to read)."""
+    why = unavailable_why(datasets)
+    if why:
+        raise no_data(what, why)
+
+
+def no_data(what, why):
+    mirror = f"the mirror {MIRROR}" if MIRROR else f"a mirror (data.mirror or ${MIRROR_ENV})"
+    return WorkflowError(
+        f"dperm: {what} needs data that no source can supply ({why}). Put the files in {mirror} "
+        f"or allow downloads (data.download: auto), or leave it out of the target."
+    )
+
+
 def unavailable_json(datasets):
     """Datasets that cannot be had, for a figure's 'data unavailable' panels (no mirror path or
     policy in the text: where data are looked for must not rerun a figure)."""
@@ -243,7 +267,10 @@ def cell_job(wildcards):
 
 
 def experiment_cells(paper, experiment):
-    """Cell files of an experiment, for the datasets that can be had."""
+    """Cell files of an experiment, for the datasets that can be had (an experiment none of whose
+    datasets can be had is refused: :func:`require_available`)."""
+    exp = PAPERS[paper].experiments[experiment]
+    require_available(f"experiment {paper}/{experiment}", exp.datasets)
     return [
         f"{OUT}{c.path}"
         for c in grid.cells(PAPERS[paper], [experiment])
@@ -320,23 +347,97 @@ def target_experiments(paper):
     return [name for name, exp in PAPERS[paper].experiments.items() if exp.default_target]
 
 
-def paper_outputs(paper, target=None):
+def paper_outputs(paper, target=None, makeable=False):
     """Every output of a paper's target (``target`` None) or of one of its extra targets: the
     summary of every experiment of its target, every figure its config declares and every output
-    of its products (all computed from the declarations, never restated)."""
+    of its products (all computed from the declarations, never restated). ``makeable``: only
+    those some dataset can be had for (the default target; :func:`blocked`)."""
     if paper not in PAPERS:
         return []
+    skip = blocked(paper) if makeable else {}
     out = []
     if target is None:
-        out += [summary(paper, e, ext) for e in target_experiments(paper) for ext in ("csv", "md")]
+        out += [
+            summary(paper, e, ext)
+            for e in target_experiments(paper)
+            if e not in skip
+            for ext in ("csv", "md")
+        ]
         out += [
             f"{OUT}figures/{paper}/{name}.{ext}"
-            for name in PAPERS[paper].figures
+            for name, figure in PAPERS[paper].figures.items()
+            if figure.experiment not in skip and not set(figure.borrow) & set(skip)
             for ext in ("png", "pdf")
         ]
     for product in paper_products(paper):
-        if product.target == target:
+        if product.target == target and product.name not in skip:
             out += [path for path, _ in product_files(paper, product).values()]
+    return out
+
+
+def requested_paper_outputs(paper, target=None):
+    """A paper's target asked for by name: every output, refused when one has no data."""
+
+    def outputs(wildcards):
+        for name, why in blocked(paper).items():
+            raise no_data(f"target {target or paper!r} ({paper}/{name})", why)
+        return paper_outputs(paper, target)
+
+    return outputs
+
+
+def unconfigured_paper(paper):
+    def refuse(wildcards):
+        raise WorkflowError(
+            f"dperm: target {paper!r} is a paper that config 'papers' leaves out (it has "
+            f"{list(config['papers'])}); add it there, or run with --config \"papers=[{paper}]\""
+        )
+
+    return refuse
+
+
+def blocked(paper):
+    if paper not in _BLOCKED:
+        _BLOCKED[paper] = _blocked(paper)
+        for name, why in _BLOCKED[paper].items():
+            logger.warning(f"dperm: no data for {paper}/{name} ({why}): the default target leaves it out")
+    return _BLOCKED[paper]
+
+
+_BLOCKED = {}
+
+
+def _blocked(paper):
+    """Experiments and products of a paper that no dataset can be had for -> why (an experiment
+    none of whose datasets can be had; a product that reads one, or a table of another blocked
+    product). The default target leaves them out with a warning; asked for by name, they are
+    refused (:func:`require_available`)."""
+    config_ = PAPERS[paper]
+    out = {}
+    for name, exp in config_.experiments.items():
+        why = unavailable_why(exp.datasets)
+        if why:
+            out[name] = why
+    changed = True
+    while changed:  # a product reading a blocked product's table is blocked in turn
+        changed = False
+        for product in paper_products(paper):
+            if product.name in out:
+                continue
+            reads = product.reads
+            named = [*_selected(reads.summaries, paper)]
+            if callable(reads.cells):
+                cells = reads.cells(config_)
+                why = unavailable_why(sorted({c.dataset for c in cells}))
+            else:
+                named += list(reads.cells)
+                why = None
+            why = why or next((out[e] for e in named if e in out), None)
+            tables = {t: p.name for p in paper_products(paper) for t in p.tables}
+            why = why or next((out[tables[t]] for t in reads.tables if tables.get(t) in out), None)
+            if why:
+                out[product.name] = why
+                changed = True
     return out
 
 
@@ -453,15 +554,22 @@ AUDIT_CATEGORY = f"{len(PAPERS) + 2:0{_WIDTH}d} · Privacy audit"
 
 def scorecard_tables():
     """``<paper>/<table>`` -> path of every product table the scorecard reads."""
+    made_by = lambda paper: {t: p.name for p in paper_products(paper) for t in p.tables}
     return {
         f"{paper}/{name}": f"{OUT}results/tables/{paper}/{name}.csv"
         for paper in PAPERS
         for name in getattr(papers.plugin(paper), "SCORECARD_TABLES", ())
+        if made_by(paper).get(name) not in blocked(paper)
     }
 
 
 def scorecard_summaries():
-    return [summary(paper, e) for paper in PAPERS for e in target_experiments(paper)]
+    return [
+        summary(paper, e)
+        for paper in PAPERS
+        for e in target_experiments(paper)
+        if e not in blocked(paper)
+    ]
 
 
 def scorecard_spec_json():

@@ -2,6 +2,9 @@
 
 
 rule fetch_raw:
+    input:
+        # nothing to read; a dataset no source can supply is refused when the DAG is built
+        lambda wildcards: require_available(f"dataset {wildcards.dataset!r}", [wildcards.dataset]) or [],
     output:
         "resources/raw/{dataset}/fetch.json",
     log:

@@ -40,7 +40,7 @@ for _paper in PAPERS:
         name:
             _paper
         input:
-            paper_outputs(_paper),
+            requested_paper_outputs(_paper),
 
     for _target in extra_targets(_paper):
 
@@ -48,4 +48,13 @@ for _paper in PAPERS:
             name:
                 _target
             input:
-                paper_outputs(_paper, _target),
+                requested_paper_outputs(_paper, _target),
+
+# A paper the configuration leaves out, asked for by name: say so (not "No rule to produce").
+for _paper in sorted(set(papers.names()) - set(PAPERS)):
+
+    rule:
+        name:
+            _paper
+        input:
+            unconfigured_paper(_paper),
