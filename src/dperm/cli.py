@@ -38,7 +38,7 @@ def _cmd_fetch(args) -> None:
     if os.path.basename(args.out) != "fetch.json":
         raise ValueError(f"--out must name a file called fetch.json, not {args.out!r}")
     record = registry.get(args.dataset)
-    mirror = resolve_mirror(args.mirror)
+    mirror = resolve_mirror(None, given=args.mirror)
     download = args.download or os.environ.get(DOWNLOAD_ENV, "auto")
     timeout = args.timeout if args.timeout is not None else float(os.environ.get(TIMEOUT_ENV, 60.0))
     manifest = fetch(record, os.path.dirname(args.out) or ".", mirror, download, timeout)
@@ -120,6 +120,10 @@ def _cmd_summarise(args) -> None:
     from .report.captions import with_quick_note
     from .report.tables import read_records, write_summary
 
+    twice = sorted({str(p) for p in args.records if [os.path.realpath(q) for q in args.records].count(
+        os.path.realpath(p)) > 1})
+    if twice:  # each fit would count twice: n doubled, intervals too narrow
+        raise ValueError(f"records files given more than once: {twice}; each fit would be counted twice")
     records = read_records(args.records)
     summary = write_summary(records, args.csv, args.md, title=args.title, note=with_quick_note("", args.quick))
     log.info("summary of %d records in %d cells -> %s", len(records), len(summary), args.csv)
@@ -270,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fetch", help="fetch a dataset's raw files (mirror, ucimlrepo or HTTPS)")
     p.add_argument("dataset")
     p.add_argument("--out", required=True, help="resources/raw/<dataset>/fetch.json")
-    p.add_argument("--mirror", default=None, help="mirror directory (else $DPERM_DATA_MIRROR)")
+    p.add_argument("--mirror", default=None,
+                   help="mirror directory (wins over $DPERM_DATA_MIRROR, which is used without it)")
     p.add_argument("--download", default=None, choices=["auto", "always", "never"],
                    help=f"download policy (else ${DOWNLOAD_ENV}, else auto)")
     p.add_argument("--timeout", type=float, default=None, help=f"seconds per download (else ${TIMEOUT_ENV}, else 60)")
@@ -412,8 +417,23 @@ def main(argv=None) -> int:
 
     try:
         args.func(args)
-    except (FetchError, DataFileError, ValueError, KeyError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"dperm {args.command}: error: {message}", file=sys.stderr)
+    except (FetchError, DataFileError, ValueError, KeyError, OSError) as exc:
+        if args.verbose:  # -v: the whole traceback, for a bug report
+            raise
+        print(f"dperm {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line a user can act on: the file and what went wrong for a file that cannot
+    be read or written (a missing input, a read-only results directory), the missing key for a
+    bare KeyError (a spec or a file written by another version), else the message."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc} (rerun with -v for the traceback)"
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if exc.args else ""
+        if isinstance(key, str) and " " in key:  # already a sentence
+            return key
+        return f"missing key {key!r} in its input (a spec or a file from another version?; -v for the traceback)"
+    return str(exc)

@@ -201,3 +201,22 @@ def test_optima_are_solved_unless_the_paper_turns_them_off(tmp_path):
     config["optimum"] = {"solve": "no"}
     with pytest.raises(Exception, match="is not of type 'boolean'"):
         _load(tmp_path, config)
+
+
+def test_what_does_not_touch_a_result_is_not_in_its_spec(tmp_path):
+    """δ is no part of a non-private cell (changing it reruns only the private ones) and the number
+    of draws no part of an optimum (changing it solves no optimum again)."""
+    import copy
+
+    paper = _load(tmp_path, BASE)
+    other = copy.deepcopy(BASE)
+    other["experiments"]["e"].update(delta=1e-8)
+    changed = _load(tmp_path, other)
+    for cell in ex.cells(paper):
+        same = ex.cell_spec(paper, cell, 1) == ex.cell_spec(changed, cell, 1)
+        assert same == (cell.algorithm == "nonprivate"), cell
+    assert ex.cell_spec(paper, ex.cells(paper)[0], 1)["delta"] == 0.0
+    other["experiments"]["e"]["protocol"]["draws"] = 7
+    changed = _load(tmp_path, other)
+    assert (ex.optimum_spec(paper, "e", "wine", "lr", "default", 0.01, 1)
+            == ex.optimum_spec(changed, "e", "wine", "lr", "default", 0.01, 1))

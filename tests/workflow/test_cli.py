@@ -44,6 +44,50 @@ def test_user_errors_exit_2_with_one_message(tmp_path, capsys, monkeypatch, argv
     assert not (tmp_path / "x").exists()
 
 
+def test_missing_files_bad_specs_and_unwritable_outputs_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plain").write_text("a file, not a directory")
+    spec = json.dumps({"paper": "demo"})
+    cases = [
+        (["summarise", "--csv", "s.csv", "--md", "s.md", "no-such.csv"], "no-such.csv: No such file or directory"),
+        (["run-job", "--spec", spec, "--data", "missing.npz", "--out", "r.csv"], "missing.npz: No such file"),
+        (["dataset-table", "no-such.json", "--csv", "plain/d.csv", "--md", "plain/d.md"], "no-such.json"),
+    ]
+    for argv, message in cases:
+        code, err = _run(capsys, *argv)
+        assert code == 2 and message in err and "Traceback" not in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_bare_missing_key_is_named_as_one(tmp_path, capsys, mirror):
+    manifest = tmp_path / "raw" / "wine" / "fetch.json"
+    main(["fetch", "wine", "--out", str(manifest), "--mirror", str(mirror)])
+    data = tmp_path / "wine.npz"
+    main(["prepare", "wine", "--fetched", str(manifest), "--out", str(data)])
+    code, err = _run(capsys, "run-job", "--spec", json.dumps({"paper": "demo"}), "--data", str(data),
+                     "--out", str(tmp_path / "r.csv"))
+    assert code == 2 and "missing key '" in err and "in its input" in err, err
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_summarise_refuses_a_records_file_given_twice(tmp_path, capsys):
+    records = tmp_path / "r.csv"
+    records.write_text("a\n1\n")
+    code, err = _run(capsys, "summarise", "--csv", str(tmp_path / "s.csv"), "--md", str(tmp_path / "s.md"),
+                     str(records), str(tmp_path / "." / "r.csv"))
+    assert code == 2 and "given more than once" in err and "counted twice" in err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_fetch_mirror_option_wins_over_the_environment(mirror, tmp_path, capsys, monkeypatch, caplog):
+    monkeypatch.setenv("DPERM_DATA_MIRROR", str(tmp_path / "elsewhere"))  # does not exist: would fail
+    manifest = tmp_path / "raw" / "wine" / "fetch.json"
+    code, err = _run(capsys, "fetch", "wine", "--out", str(manifest), "--mirror", str(mirror))
+    assert code == 0, err
+    assert json.loads(manifest.read_text())["source"] == "mirror"
+    assert "is used, not $DPERM_DATA_MIRROR" in caplog.text + err
+
+
 def test_prepare_with_bad_option_writes_nothing(mirror, tmp_path, capsys):
     manifest = tmp_path / "raw" / "wine" / "fetch.json"
     main(["fetch", "wine", "--out", str(manifest), "--mirror", str(mirror)])

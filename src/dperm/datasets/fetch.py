@@ -14,6 +14,7 @@ The mirror is ``$DPERM_DATA_MIRROR`` if set, else the ``data.mirror`` config key
 from __future__ import annotations
 
 import io
+import logging
 import os
 import urllib.request
 import zipfile
@@ -33,6 +34,8 @@ from . import ucimlrepo as uci
 from .canonical import check_field_counts
 from .records import Dataset, RawFile
 
+log = logging.getLogger(__name__)
+
 MIRROR_ENV = "DPERM_DATA_MIRROR"
 DOWNLOAD_MODES = ("auto", "always", "never")
 MANIFEST = "fetch.json"
@@ -42,10 +45,17 @@ class FetchError(RuntimeError):
     """No source could supply the dataset; the message says what was tried and what to do."""
 
 
-def resolve_mirror(configured: str | None) -> Path | None:
-    """The mirror directory in use, or None; a named directory that does not exist is an error."""
+def resolve_mirror(configured: str | None, given: str | None = None) -> Path | None:
+    """The mirror directory in use, or None; a named directory that does not exist is an error.
+    ``given`` (a command-line option) wins over ``$DPERM_DATA_MIRROR``, which wins over
+    ``configured`` (the config's data.mirror); an environment value set aside is logged."""
     from_env = os.environ.get(MIRROR_ENV)
-    value, origin = (from_env, f"${MIRROR_ENV}") if from_env else (configured, "data.mirror")
+    if given:
+        if from_env and from_env != given:
+            log.warning("--mirror %s is used, not $%s=%s", given, MIRROR_ENV, from_env)
+        value, origin = given, "--mirror"
+    else:
+        value, origin = (from_env, f"${MIRROR_ENV}") if from_env else (configured, "data.mirror")
     if not value:
         return None
     path = Path(value).expanduser()

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from ..protocol.settings import format_epsilon
-from .cells import Cell, Job, base_key, experiment_profile, job_settings, sweep_lookup
+from .cells import Cell, Job, algorithm_spec, base_key, experiment_profile, job_settings, sweep_lookup
 from .views import Paper
 
 #: keys of an ``algorithms`` entry that are not hyper-parameters
@@ -61,7 +61,9 @@ def cell_spec(paper: Paper, cell: Cell, seed: int) -> dict:
         "paper": cell.paper, "experiment": cell.experiment, "dataset": cell.dataset,
         "profile": experiment_profile(paper, cell.experiment, key),
         "model": model, "algorithm": paper.registered_name(key), "cell_algorithm": cell.algorithm,
-        "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon, "delta": exp.delta,
+        "hyper": hyper, "sweep": sweep, "epsilon": cell.epsilon,
+        # δ only where it is a target: a non-private fit claims nothing, and changing δ reruns it not
+        "delta": exp.delta if algorithm_spec(paper, key).private else 0.0,
         "protocol": copy.deepcopy(exp.protocol), "seed": int(seed),
         "tuning": _tuning_label(paper, exp, key),
     }
@@ -82,8 +84,6 @@ def _tuning_label(paper: Paper, exp, key: str) -> str:
     when a configured value was read from the data (``data_derived``), ``n/a`` for a
     non-private algorithm (its whole fit reads the data: whether its settings did too says
     nothing of privacy), else ``private``."""
-    from .cells import algorithm_spec
-
     if exp.data_derived.get(key):
         return "non-private"
     return "private" if algorithm_spec(paper, key).private else "n/a"
@@ -177,12 +177,14 @@ def solves_optimum(paper: Paper, model: str) -> bool:
 def optimum_spec(paper: Paper, experiment: str, dataset: str, model: str, profile: str, l2: float,
                  seed: int) -> dict:
     """What fixes an optimum: data (dataset, profile), splits (protocol, seed), loss and λ, and
-    (only when off: older specs stay valid) whether the unregularised optimum L* is solved."""
+    (only when off: older specs stay valid) whether the unregularised optimum L* is solved.
+    Nothing else: the number of draws (noise draws per fold) does not touch it, so changing it
+    does not solve the optimum again."""
     exp = paper.experiments[experiment]
     spec = {"paper": paper.key, "experiment": experiment, "dataset": dataset, "profile": profile,
             "model": {"name": model, **copy.deepcopy(paper.models[model]),
                       **exp.model_overrides.get(model, {}), "l2": float(l2)},
-            "protocol": copy.deepcopy(exp.protocol), "seed": int(seed)}
+            "protocol": {k: v for k, v in copy.deepcopy(exp.protocol).items() if k != "draws"}, "seed": int(seed)}
     if not paper.optimum.unregularised:
         spec["unregularised"] = False
     if paper.model_loss(model) == "mlp" and paper.optimum.multistart > 0:
