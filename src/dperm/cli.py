@@ -63,12 +63,14 @@ def _cmd_prepare(args) -> None:
 
 
 def _cmd_dataset_table(args) -> None:
-    from .datasets.table import dataset_rows, write_dataset_table
+    from .datasets.table import dataset_rows, shown_dataset_table
     from .papers import dataset_shapes
+    from .report.tables import write_table
 
     unavailable = json.loads(args.unavailable) if args.unavailable else {}
     table = dataset_rows(args.provenance, unavailable, dataset_shapes())
-    write_dataset_table(table, args.csv, args.md)
+    note, shown = shown_dataset_table(table)
+    write_table(table, args.csv, args.md, note, floatfmt="g", shown=shown, html_path=args.html)
     log.info("dataset table: %d datasets (%d unavailable)", len(table), len(unavailable))
 
 
@@ -125,7 +127,8 @@ def _cmd_summarise(args) -> None:
     if twice:  # each fit would count twice: n doubled, intervals too narrow
         raise ValueError(f"records files given more than once: {twice}; each fit would be counted twice")
     records = read_records(args.records)
-    summary = write_summary(records, args.csv, args.md, title=args.title, note=with_quick_note("", args.quick))
+    summary = write_summary(records, args.csv, args.md, title=args.title, note=with_quick_note("", args.quick),
+                            html_path=args.html)
     log.info("summary of %d records in %d cells -> %s", len(records), len(summary), args.csv)
 
 
@@ -150,6 +153,13 @@ def _cmd_tune(args) -> None:
     spec = load_spec(args.spec)
     chosen, grid = tune(spec, data, args.seed, datasets=[spec["dataset"]], log=log.info)
     write_text_atomic(args.csv, grid.to_csv(index=False))
+    if args.html:
+        from .report.html import table_page
+
+        note = ("Non-private tuning: every grid point's mean validation loss and accuracy; the chosen "
+                "point per tuned algorithm, and whether it lies at the edge of its grid. Cells that use "
+                "a choice are labelled tuning: non-private.")
+        write_text_atomic(args.html, table_page(grid, note, floatfmt=".4g", csv_name=Path(args.csv).name))
     write_json_atomic(args.json, chosen)
 
 
@@ -179,7 +189,8 @@ def _cmd_audit_table(args) -> None:
     from .report.audit import write_audit
     from .report.tables import read_records
 
-    table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick)
+    table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick,
+                        html=args.html)
     failures = table[~table["verdict"].isin(["passes", "caught"])]
     if args.enforce and len(failures):
         listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failures.itertuples())
@@ -269,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dperm", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--log", default=None, metavar="FILE",
+                        help="write the log to FILE; only progress lines, warnings and errors reach stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fetch", help="fetch a dataset's raw files (mirror, ucimlrepo or HTTPS)")
@@ -294,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unavailable", default="{}", help="JSON {dataset: reason} for datasets not had")
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
+    p.add_argument("--html", default=None, help="the table as an HTML page (the report shows it)")
     p.set_defaults(func=_cmd_dataset_table)
 
     p = sub.add_parser("run-job", help="run a job: the cells of one experiment, dataset, model and algorithm")
@@ -323,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("records", nargs="+", help="records .csv files")
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
+    p.add_argument("--html", default=None, help="the readable view as an HTML page (the report shows it)")
     p.add_argument("--title", default="")
     p.add_argument("--quick", action="store_true", help="say that this is a quick run")
     p.set_defaults(func=_cmd_summarise)
@@ -333,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", nargs="+", required=True, help="prepared .npz files (<dataset>/<profile>.npz)")
     p.add_argument("--json", required=True, help="choices (read by the runs)")
     p.add_argument("--csv", required=True, help="every grid point and its score")
+    p.add_argument("--html", default=None, help="the grid as an HTML page (the report shows it)")
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("figure", help="draw one declared figure of a paper from experiment summaries")
@@ -364,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("subjects", nargs="+", help="the subjects' audit rows .csv")
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
+    p.add_argument("--html", default=None, help="the table as an HTML page (the report shows it)")
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)
     p.add_argument("--enforce", action="store_true", help="exit with an error if any case fails")
@@ -403,6 +420,7 @@ def main(argv=None) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--threads", type=int, default=1)
     pre.add_argument("-v", "--verbose", action="store_true")
+    pre.add_argument("--log", default=None)
     pre.add_argument("command", nargs="?")
     known = pre.parse_known_args(argv)[0]
     if known.threads < 1:
@@ -410,8 +428,7 @@ def main(argv=None) -> int:
         return 2
     pin_threads(known.threads)
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    _configure_logging(args)
     from .datasets.fetch import FetchError
     from .files import DataFileError
 
@@ -420,9 +437,46 @@ def main(argv=None) -> int:
     except (FetchError, DataFileError, ValueError, KeyError, OSError) as exc:
         if args.verbose:  # -v: the whole traceback, for a bug report
             raise
-        print(f"dperm {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        _error(args, f"dperm {args.command}: error: {_one_line(exc)}")
         return 2
+    except BaseException:
+        if args.log:  # a bug: its traceback in the log as well as on the terminal
+            import traceback
+
+            _append(args.log, traceback.format_exc())
+        raise
     return 0
+
+
+def _configure_logging(args) -> None:
+    """Everything to stderr; or, with ``--log FILE``, everything to FILE and only progress lines,
+    warnings and errors to stderr (:mod:`dperm.progress`), which Snakemake shows as jobs run."""
+    level = logging.DEBUG if args.verbose else logging.INFO
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    if not args.log:
+        logging.basicConfig(level=level, format=fmt, stream=sys.stderr)
+        return
+    from .progress import ProgressToStderr
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
+    to_file = logging.FileHandler(args.log, mode="w", encoding="utf-8")
+    to_file.setFormatter(logging.Formatter(fmt))
+    to_terminal = logging.StreamHandler(sys.stderr)
+    to_terminal.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    to_terminal.addFilter(ProgressToStderr())
+    logging.basicConfig(level=level, handlers=[to_file, to_terminal], force=True)
+    logging.captureWarnings(True)
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+
+
+def _error(args, line: str) -> None:
+    print(line, file=sys.stderr)
+    if args.log:
+        _append(args.log, line)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -17,20 +17,21 @@ rule audit_subject:
         scale=config["audit"]["scale"],
         code=audit_code,
     shell:
-        "python -m dperm --threads {threads} audit-subject --subject {wildcards.subject}"
-        " --seed {params.seed} --scale {params.scale} --out {output} > {log} 2>&1"
+        "python -m dperm --threads {threads} --log {log} audit-subject --subject {wildcards.subject}"
+        " --seed {params.seed} --scale {params.scale} --out {output}"
 
 
 rule audit_table:
     input:
         [f"{OUT}results/audit/subjects/{name}.csv" for name in AUDIT_SUBJECTS],
     output:
-        csv=report(
-            f"{OUT}results/audit/audit.csv",
+        csv=f"{OUT}results/audit/audit.csv",
+        md=f"{OUT}results/audit/audit.md",
+        html=report(
+            f"{OUT}results/audit/audit.html",
             caption="../report/audit.rst",
             category=AUDIT_CATEGORY,
         ),
-        md=f"{OUT}results/audit/audit.md",
         png=report(
             f"{OUT}figures/audit/audit.png",
             caption="../report/audit.rst",
@@ -46,7 +47,8 @@ rule audit_table:
         quick=quick_flag(),
         code=CODE["report"],
     shell:
-        "python -m dperm audit-table {input} --csv {output.csv} --md {output.md} --png {output.png}"
+        "python -m dperm audit-table {input} --csv {output.csv} --md {output.md} --html {output.html}"
+        " --png {output.png}"
         " --pdf {output.pdf} {params.enforce} {params.quick} > {log} 2>&1"
 
 

@@ -32,7 +32,9 @@ def _config_sources():
 
 
 try:
-    for _file in getattr(workflow, "configfiles", []):  # Snakemake's loader keeps a repeated key's last value
+    for _file in getattr(
+        workflow, "configfiles", []
+    ):  # Snakemake's loader keeps a repeated key's last value
         read_yaml(_file)  # silently; ours refuses it, naming both lines
     validate_config(config, "config", _config_sources())
     MIRROR = resolve_mirror(config["data"]["mirror"])
@@ -400,7 +402,9 @@ def blocked(paper):
     if paper not in _BLOCKED:
         _BLOCKED[paper] = _blocked(paper)
         for name, why in _BLOCKED[paper].items():
-            logger.warning(f"dperm: no data for {paper}/{name} ({why}): the default target leaves it out")
+            logger.warning(
+                f"dperm: no data for {paper}/{name} ({why}): the default target leaves it out"
+            )
     return _BLOCKED[paper]
 
 
@@ -455,13 +459,14 @@ def extra_targets(paper):
 
 
 def product_files(paper, product):
-    """output key -> (path, report caption or None): each table's csv (in the report) and md,
-    each figure's png (in the report) and pdf."""
+    """output key -> (path, report caption or None): each table's csv, md and html (in the
+    report: a table the report shows, not a download), each figure's png (in the report) and pdf."""
     out = {}
     for name in product.tables:
         key = name.replace("-", "_")
-        out[f"{key}_csv"] = (f"{OUT}results/tables/{paper}/{name}.csv", name)
+        out[f"{key}_csv"] = (f"{OUT}results/tables/{paper}/{name}.csv", None)
         out[f"{key}_md"] = (f"{OUT}results/tables/{paper}/{name}.md", None)
+        out[f"{key}_html"] = (f"{OUT}results/tables/{paper}/{name}.html", name)
     for name in product.figures:
         key = name.replace("-", "_")
         out[f"{key}_png"] = (f"{OUT}figures/{paper}/{name}.png", name)

@@ -4,7 +4,8 @@
 rule fetch_raw:
     input:
         # nothing to read; a dataset no source can supply is refused when the DAG is built
-        lambda wildcards: require_available(f"dataset {wildcards.dataset!r}", [wildcards.dataset]) or [],
+        lambda wildcards: require_available(f"dataset {wildcards.dataset!r}", [wildcards.dataset])
+        or [],
     output:
         "resources/raw/{dataset}/fetch.json",
     log:
@@ -44,12 +45,13 @@ rule dataset_table:
             f"resources/prepared/{k}/default.json" for k in configured_available_datasets()
         ],
     output:
-        csv=report(
-            f"{OUT}results/tables/datasets.csv",
+        csv=f"{OUT}results/tables/datasets.csv",
+        md=f"{OUT}results/tables/datasets.md",
+        html=report(
+            f"{OUT}results/tables/datasets.html",
             caption="../report/datasets.rst",
             category=DATASETS_CATEGORY,
         ),
-        md=f"{OUT}results/tables/datasets.md",
     log:
         f"{OUT}logs/dataset_table.log",
     conda:
@@ -59,7 +61,7 @@ rule dataset_table:
         code=CODE["prepare"] + source_fingerprint("papers"),
     shell:
         "python -m dperm dataset-table {input} --unavailable {params.unavailable:q}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        " --csv {output.csv} --md {output.md} --html {output.html} > {log} 2>&1"
 
 
 rule prepare_all:

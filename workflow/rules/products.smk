@@ -50,6 +50,7 @@ for _paper in PAPERS:
             input:
                 requested_paper_outputs(_paper, _target),
 
+
 # A paper the configuration leaves out, asked for by name: say so (not "No rule to produce").
 for _paper in sorted(set(papers.names()) - set(PAPERS)):
 

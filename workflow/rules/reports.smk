@@ -5,13 +5,14 @@ rule summarise:
     input:
         lambda wildcards: experiment_cells(wildcards.paper, wildcards.experiment),
     output:
-        csv=report(
-            f"{OUT}results/summaries/{{paper}}/{{experiment}}.csv",
+        csv=f"{OUT}results/summaries/{{paper}}/{{experiment}}.csv",
+        md=f"{OUT}results/summaries/{{paper}}/{{experiment}}.md",
+        html=report(
+            f"{OUT}results/summaries/{{paper}}/{{experiment}}.html",
             caption="../report/summary_table.rst",
             category=lambda wildcards: report_category(wildcards.paper),
             subcategory="summaries",
         ),
-        md=f"{OUT}results/summaries/{{paper}}/{{experiment}}.md",
     log:
         f"{OUT}logs/summaries/{{paper}}/{{experiment}}.log",
     conda:
@@ -22,7 +23,7 @@ rule summarise:
         quick=quick_flag(),
         code=CODE["report"],
     shell:
-        "python -m dperm summarise {input} --csv {output.csv} --md {output.md}"
+        "python -m dperm summarise {input} --csv {output.csv} --md {output.md} --html {output.html}"
         " --title {params.title:q} {params.quick} > {log} 2>&1"
 
 

@@ -9,8 +9,9 @@ checkpoint tune:
         tuning_data,
     output:
         json=f"{OUT}results/tuning/{{paper}}/{{dataset}}.json",
-        csv=report(
-            f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
+        csv=f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
+        html=report(
+            f"{OUT}results/tuning/{{paper}}/{{dataset}}.html",
             caption="../report/tuning.rst",
             category=lambda wildcards: report_category(wildcards.paper),
             subcategory="tuning (non-private)",
@@ -27,8 +28,8 @@ checkpoint tune:
         seed=config["seed"],
         code=tuning_code,
     shell:
-        "python -m dperm --threads {threads} tune --spec {params.spec:q} --seed {params.seed}"
-        " --data {input} --json {output.json} --csv {output.csv} > {log} 2>&1"
+        "python -m dperm --threads {threads} --log {log} tune --spec {params.spec:q} --seed {params.seed}"
+        " --data {input} --json {output.json} --csv {output.csv} --html {output.html}"
 
 
 rule optimum:
@@ -47,8 +48,8 @@ rule optimum:
         spec=optimum_spec_json,
         code=CODE["optimum"],
     shell:
-        "python -m dperm --threads {threads} optimum --spec {params.spec:q}"
-        " --data {input.data} --out {output} > {log} 2>&1"
+        "python -m dperm --threads {threads} --log {log} optimum --spec {params.spec:q}"
+        " --data {input.data} --out {output}"
 
 
 rule run_job:
@@ -75,8 +76,9 @@ rule run_job:
         extra=extra_data,
         code=job_code,
     shell:
-        "python -m dperm --threads {threads} run-job --spec {params.specs:q} --data {params.data}"
-        " {params.tuning} {params.optimum} {params.extra} --out {output} > {log} 2>&1"
+        # the log file gets everything; the terminal, the job's progress (fits done, time left)
+        "python -m dperm --threads {threads} --log {log} run-job --spec {params.specs:q} --data {params.data}"
+        " {params.tuning} {params.optimum} {params.extra} --out {output}"
 
 
 # Cutting a cell reads one small file: never worth a cluster job.

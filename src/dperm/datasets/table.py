@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..files import write_text_atomic
 from .registry import DATASETS
 
 BASE_COLUMNS = ["dataset", "task", "n", "n_features", "p", "label", "positive_rate", "n_raw",
@@ -53,13 +52,12 @@ def dataset_rows(provenance_files, unavailable: dict[str, str],
     return table
 
 
-def write_dataset_table(table: pd.DataFrame, csv_path, md_path) -> None:
-    write_text_atomic(csv_path, table.to_csv(index=False, float_format="%.4f"))
+def shown_dataset_table(table: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """(the note above it, the frame shown) of the dataset table's readable view."""
     shown = table.copy()
     shown["positive_rate"] = shown["positive_rate"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.2f}%")
-    shown = shown.astype(object).where(shown.notna(), "")
     note = ("Dataset characteristics. n and n_features are ours (n_features excludes the bias column; "
             "p includes it); `<paper>_n` / `<paper>_dim` are what each paper reports (empty where it "
             "gives no number). Encodings differ from the papers' where docs/deviations.md#data-sources "
-            "says so.\n\n")
-    write_text_atomic(md_path, note + shown.to_markdown(index=False) + "\n")
+            "says so.")
+    return note, shown

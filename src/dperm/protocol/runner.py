@@ -71,6 +71,7 @@ def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
     ``fit_seconds`` is the shared time divided evenly among them."""
     if not specs:
         raise ValueError("a job needs at least one cell spec")
+    progress = job_progress(specs)
     folds: dict = {}
     cache: dict = {}  # the metric hooks' (dperm.protocol.metric_hooks), shared by the job's cells
     together: dict = {}  # spec without its ε -> indices of the cells that can share fits
@@ -80,12 +81,30 @@ def run_job(specs: list[dict], arrays: dict, optima: pd.DataFrame | None = None,
     for key, members in together.items():
         if key is not None and len(members) > 1:
             for i, frame in zip(members, _run_together([specs[i] for i in members], arrays, optima,
-                                                       log, folds, data, cache)):
+                                                       log, folds, data, cache, progress)):
                 frames[i] = frame
         else:
             for i in members:
-                frames[i] = run_cell(specs[i], arrays, optima, log=log, folds=folds, data=data, cache=cache)
+                frames[i] = run_cell(specs[i], arrays, optima, log=log, folds=folds, data=data, cache=cache,
+                                     progress=progress)
     return pd.concat(frames, ignore_index=True)
+
+
+def job_progress(specs: list[dict]):
+    """The job's :class:`dperm.progress.Progress`: fits planned are every cell's splits times its
+    draws (one for a non-private algorithm)."""
+    from ..algorithms import get_algorithm
+    from ..progress import Progress
+    from .splits import split_count
+
+    def fits(spec):
+        draws = int(spec["protocol"].get("draws", 1)) if get_algorithm(spec["algorithm"]).private else 1
+        return split_count(spec["protocol"]) * draws
+
+    first = specs[0]
+    name = "/".join(str(first.get(k, "?")) for k in ("paper", "experiment", "dataset")) + \
+        f"/{first.get('model', {}).get('name', '?')}/{cell_algorithm(first)}"
+    return Progress(name, sum(fits(spec) for spec in specs))
 
 
 def _shared_key(spec: dict):
@@ -208,7 +227,8 @@ def _log_split(log, cells, i, split, result, elapsed) -> None:
 
 
 def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=None,
-             folds: dict | None = None, data: dict | None = None, cache: dict | None = None) -> pd.DataFrame:
+             folds: dict | None = None, data: dict | None = None, cache: dict | None = None,
+             progress=None) -> pd.DataFrame:
     """Run every fold, repeat and draw of one cell; return one record per fit.
 
     ``optima`` (from :func:`dperm.optimum.compute_optima`, same splits) supplies the certified
@@ -222,6 +242,7 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
     ``folds`` (from :func:`run_job`) caches the training folds' rows across the cells of a job.
     ``spec["metrics"]`` asks for metric hooks (:mod:`.metric_hooks`); ``data`` holds the other
     prepared arrays they read (role -> arrays), ``cache`` what they keep across a job's cells.
+    ``progress`` (:class:`dperm.progress.Progress`) counts the fits done.
     """
     cell = _prepare(spec, arrays, optima, data, cache)
     records = []
@@ -234,11 +255,13 @@ def run_cell(spec: dict, arrays: dict, optima: pd.DataFrame | None = None, log=N
         elapsed = time.perf_counter() - start
         records += cell.records(split, train, seed, result, elapsed)
         _log_split(log, [cell], i, split, result, elapsed)
+        if progress is not None:
+            progress.advance(cell.draws)
     return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
 
 
 def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict, data=None,
-                  cache=None) -> list[pd.DataFrame]:
+                  cache=None, progress=None) -> list[pd.DataFrame]:
     """Cells that differ only in ε (:func:`_shared_key`), fitted split by split with one
     ``fit_settings`` call, each from its own seed; one frame per cell."""
     cells = [_prepare(spec, arrays, optima, data, cache) for spec in specs]
@@ -255,4 +278,6 @@ def _run_together(specs: list[dict], arrays: dict, optima, log, folds: dict, dat
         for cell, out, seed, result in zip(cells, records, seeds, results):
             out += cell.records(split, train, seed, result, elapsed / len(cells))  # split evenly
         _log_split(log, cells, i, split, results[0], elapsed)
+        if progress is not None:
+            progress.advance(first.draws * len(cells))
     return [pd.DataFrame.from_records(out, columns=RECORD_COLUMNS) for out in records]

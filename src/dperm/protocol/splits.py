@@ -49,3 +49,9 @@ def make_splits(protocol: dict, n: int, seed: int) -> list[Split]:
         else:
             raise ValueError(f"protocol kind {kind!r}; allowed: kfold, holdout, full")
     return out
+
+
+def split_count(protocol: dict) -> int:
+    """How many splits :func:`make_splits` makes of ``protocol`` (without the data)."""
+    repeats = int(protocol.get("repeats", 1))
+    return repeats * (int(protocol["folds"]) if protocol["kind"] == "kfold" else 1)

@@ -25,7 +25,7 @@ def audit_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False) -> pd.DataFrame:
+def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False, html=None) -> pd.DataFrame:
     import matplotlib.pyplot as plt
 
     table = audit_table(rows)
@@ -35,7 +35,7 @@ def write_audit(rows: pd.DataFrame, csv, md, png, pdf, quick: bool = False) -> p
     summary = (f" Result: {len(table)} cases; {int((table['verdict'] == 'passes').sum())} pass, "
                f"{int((table['verdict'] == 'caught').sum())} controls caught, {len(failures)} failures"
                + (f" ({', '.join(failures['subject'])})." if len(failures) else "."))
-    write_table(shown, csv, md, with_quick_note(NOTE + summary, quick), floatfmt=".4g")
+    write_table(shown, csv, md, with_quick_note(NOTE + summary, quick), floatfmt=".4g", html_path=html)
     counts = table["subject"].value_counts()
     labels = [f"{s} · {c}" if counts[s] > 1 else s for s, c in zip(table["subject"], table["case"])]
     y = np.arange(len(table))

@@ -164,17 +164,21 @@ def check(product: Product, made: Made) -> None:
             raise ValueError(f"product {product.name!r} declares {kind} {sorted(declared)} but made {sorted(got)}")
 
 
+#: the files of each declared table and figure
+TABLE_FILES, FIGURE_FILES = ("csv", "md", "html"), ("png", "pdf")
+
+
 def output_paths(product: Product, outputs) -> dict[tuple[str, str], Path]:
     """(output name, extension) -> path, from the output files a rule hands over (each declared
-    table's ``.csv`` and ``.md``, each figure's ``.png`` and ``.pdf``, exactly once)."""
+    table's ``.csv``, ``.md`` and ``.html``, each figure's ``.png`` and ``.pdf``, exactly once)."""
     given: dict[tuple[str, str], Path] = {}
     for path in map(Path, outputs):
         key = (path.stem, path.suffix.lstrip("."))
         if key in given:
             raise ValueError(f"output {path} is given twice ({given[key]})")
         given[key] = path
-    wanted = {(t, ext) for t in product.tables for ext in ("csv", "md")} | \
-             {(f, ext) for f in product.figures for ext in ("png", "pdf")}
+    wanted = {(t, ext) for t in product.tables for ext in TABLE_FILES} | \
+             {(f, ext) for f in product.figures for ext in FIGURE_FILES}
     if set(given) != wanted:
         raise ValueError(f"product {product.name!r} writes {sorted('.'.join(k) for k in wanted)}; given outputs "
                          f"{sorted(map(str, outputs))}")
@@ -182,23 +186,20 @@ def output_paths(product: Product, outputs) -> dict[tuple[str, str], Path]:
 
 
 def write(product: Product, made: Made, outputs, quick: bool) -> list[str]:
-    """Write ``made`` atomically to ``outputs`` (:func:`output_paths`): each table as ``.csv`` and
-    ``.md`` (its note above it, with the quick run's warning where it is one), each figure as
-    ``.png`` and ``.pdf``. Returns the paths written."""
-    from ..files import write_text_atomic
+    """Write ``made`` atomically to ``outputs`` (:func:`output_paths`): each table as ``.csv``,
+    ``.md`` and ``.html`` (its note above it, with the quick run's warning where it is one), each
+    figure as ``.png`` and ``.pdf``. Returns the paths written."""
     from .figures import save_figure
+    from .tables import write_table
 
     check(product, made)
     paths = output_paths(product, outputs)
     written = []
     for name, table in made.tables.items():
-        csv, md = paths[(name, "csv")], paths[(name, "md")]
-        write_text_atomic(csv, table.frame.to_csv(index=False))
-        shown = table.frame if table.shown is None else table.shown
-        shown = shown.astype(object).where(shown.notna(), "")
-        note = with_quick_note(table.note, quick).strip()
-        write_text_atomic(md, note + "\n\n" + shown.to_markdown(index=False, floatfmt=table.floatfmt) + "\n")
-        written += [str(csv), str(md)]
+        files = [paths[(name, ext)] for ext in TABLE_FILES]
+        write_table(table.frame, files[0], files[1], with_quick_note(table.note, quick), floatfmt=table.floatfmt,
+                    shown=table.shown, html_path=files[2])
+        written += list(map(str, files))
     for name, figure in made.figures.items():
         png, pdf = paths[(name, "png")], paths[(name, "pdf")]
         save_figure(figure, png, pdf)

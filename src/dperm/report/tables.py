@@ -47,10 +47,10 @@ def _cell(mean, half, digits=4):
     return mean_pm(mean, half, digits=digits)
 
 
-def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),
-             title: str = "") -> str:
-    """The summary as Markdown; a metric no cell has (e.g. opt_gap where L* is not solved) is
-    left out rather than shown as an empty column."""
+def shown_summary(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),
+                  title: str = "") -> tuple[str, pd.DataFrame]:
+    """(the note above it, the frame shown) of a summary's readable view: a metric no cell has
+    (e.g. opt_gap where L* is not solved) is left out rather than shown as an empty column."""
     metrics = [m for m in metrics if summary[f"{m}_mean"].notna().any()] or list(metrics[:1])
     shown = summary[["dataset", "model", "label", "setting", "tuning", "preprocessing"]].copy()
     for m in metrics:
@@ -58,23 +58,43 @@ def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap",
     shown["n"] = summary[f"{metrics[0]}_n"]
     if "learns" in summary and (summary["learns"] != NA).any():
         shown["learns"] = summary["learns"].map({NO: "NO", YES: "yes"}).fillna("")
-    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}. learns: NO where {RULE}.\n\n"
-    return head + shown.to_markdown(index=False) + "\n"
+    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}. learns: NO where {RULE}."
+    return head, shown
 
 
-def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "", note: str = "") -> pd.DataFrame:
-    """The summary of ``records`` as CSV and as Markdown (``note`` above the table)."""
+def markdown(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_gap", "epsilon_spent"),
+             title: str = "") -> str:
+    """The summary as Markdown (:func:`shown_summary`)."""
+    head, shown = shown_summary(summary, metrics, title)
+    return head + "\n\n" + shown.to_markdown(index=False) + "\n"
+
+
+def write_summary(records: pd.DataFrame, csv_path, md_path, title: str = "", note: str = "",
+                  html_path=None) -> pd.DataFrame:
+    """The summary of ``records`` as CSV, as Markdown and (``html_path``) as an HTML page for the
+    report, ``note`` above the table."""
     summary = summarise(records)
-    write_text_atomic(csv_path, summary.to_csv(index=False))
-    write_text_atomic(md_path, (note.strip() + "\n\n" if note.strip() else "") + markdown(summary, title=title))
+    head, shown = shown_summary(summary, title=title)
+    note = (note.strip() + "\n\n" if note.strip() else "") + head
+    write_table(summary, csv_path, md_path, note, shown=shown, html_path=html_path, floatfmt="g")
     return summary
 
 
-def write_table(frame: pd.DataFrame, csv_path, md_path, note: str, floatfmt: str = ".5g") -> None:
-    """A table as CSV and as Markdown with a note above it (empty cells where a value is unknown)."""
+def write_table(frame: pd.DataFrame, csv_path, md_path, note: str, floatfmt: str = ".5g",
+                shown: pd.DataFrame | None = None, html_path=None) -> None:
+    """A table as CSV (``frame``, every column) and as Markdown with a note above it (``shown``,
+    a narrower or formatted view where given; empty cells where a value is unknown), and, with
+    ``html_path``, as the HTML page the report shows (:func:`dperm.report.html.table_page`)."""
+    from pathlib import Path
+
+    from .html import table_page
+
     write_text_atomic(csv_path, frame.to_csv(index=False))
-    shown = frame.astype(object).where(frame.notna(), "")
+    shown = frame if shown is None else shown
+    shown = shown.astype(object).where(shown.notna(), "")
     write_text_atomic(md_path, note.strip() + "\n\n" + shown.to_markdown(index=False, floatfmt=floatfmt) + "\n")
+    if html_path is not None:
+        write_text_atomic(html_path, table_page(shown, note, floatfmt=floatfmt, csv_name=Path(csv_path).name))
 
 
 def read_records(paths) -> pd.DataFrame:
