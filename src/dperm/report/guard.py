@@ -28,9 +28,10 @@ ONE_CLASS = 0.01
 #: a single fit (no interval) "ties" the majority rate within this much accuracy
 TIE = 0.001
 
-RULE = (f"a cell does not learn when its mean test accuracy is within its 95% interval of the test split's "
-        f"majority rate and on average at most {ONE_CLASS:.0%} of the test rows are predicted to be in the "
-        "rarer predicted class (a constant classifier in all but name)")
+CONDITION = (f"its mean test accuracy is within its 95% interval of the test split's majority rate and on "
+             f"average at most {ONE_CLASS:.0%} of the test rows are predicted to be in the rarer predicted class "
+             "(a constant classifier in all but name)")
+RULE = f"a cell does not learn when {CONDITION}"
 
 YES, NO, NA = "yes", "no", "n/a"
 

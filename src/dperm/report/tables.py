@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..files import write_text_atomic
-from .guard import NA, NO, RULE, YES, learns_column
+from .guard import CONDITION, NA, NO, YES, learns_column
 from .stats import mean_pm, t_interval
 
 # A cell's labels: a summary row never pools fits that differ in one (a data-dependent cell is
@@ -58,7 +58,7 @@ def shown_summary(summary: pd.DataFrame, metrics=("accuracy", "objective", "opt_
     shown["n"] = summary[f"{metrics[0]}_n"]
     if "learns" in summary and (summary["learns"] != NA).any():
         shown["learns"] = summary["learns"].map({NO: "NO", YES: "yes"}).fillna("")
-    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}. learns: NO where {RULE}."
+    head = (f"## {title}\n\n" if title else "") + f"Values: {CI_NOTE}. learns: NO when {CONDITION}."
     return head, shown
 
 
