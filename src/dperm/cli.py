@@ -429,8 +429,7 @@ def main(argv=None) -> int:
     pin_threads(known.threads)
     args = build_parser().parse_args(argv)
     _configure_logging(args)
-    from .datasets.fetch import FetchError
-    from .files import DataFileError
+    from .files import DataFileError, FetchError  # light: a cut-cell job must not import pandas
 
     try:
         args.func(args)

@@ -26,6 +26,12 @@ class DataFileError(RuntimeError):
     """A raw data file is missing, corrupt, or not shaped as its registry record says."""
 
 
+class FetchError(RuntimeError):
+    """No source could supply the dataset; the message says what was tried and what to do.
+    (Here, not in :mod:`dperm.datasets.fetch`, so that a command can catch it without importing
+    the fetch machinery and pandas.)"""
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it onto ``target`` only on success.

@@ -23,6 +23,7 @@ from pathlib import Path
 from .. import __version__
 from ..files import (
     DataFileError,
+    FetchError,
     git_blob_sha1,
     gunzip_if_gzip,
     gzip_bytes,
@@ -39,10 +40,6 @@ log = logging.getLogger(__name__)
 MIRROR_ENV = "DPERM_DATA_MIRROR"
 DOWNLOAD_MODES = ("auto", "always", "never")
 MANIFEST = "fetch.json"
-
-
-class FetchError(RuntimeError):
-    """No source could supply the dataset; the message says what was tried and what to do."""
 
 
 def resolve_mirror(configured: str | None, given: str | None = None) -> Path | None:
