@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import time
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -282,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--log", default=None, metavar="FILE",
                         help="write the log to FILE; only progress lines, warnings and errors reach stderr")
+    parser.add_argument("--usage", default=None, metavar="FILE",
+                        help="on success, write the command's own CPU time, peak memory and wall time (getrusage) "
+                             "to FILE as JSON")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fetch", help="fetch a dataset's raw files (mirror, ucimlrepo or HTTPS)")
@@ -431,8 +435,11 @@ def main(argv=None) -> int:
     _configure_logging(args)
     from .files import DataFileError, FetchError  # light: a cut-cell job must not import pandas
 
+    started = time.perf_counter()
     try:
         args.func(args)
+        if args.usage:
+            _write_usage(args, time.perf_counter() - started)
     except (FetchError, DataFileError, ValueError, KeyError, OSError) as exc:
         if args.verbose:  # -v: the whole traceback, for a bug report
             raise
@@ -445,6 +452,21 @@ def main(argv=None) -> int:
             _append(args.log, traceback.format_exc())
         raise
     return 0
+
+
+def _write_usage(args, wall: float) -> None:
+    """What this process used, measured by itself (``getrusage``: every CPU second, not a sample):
+    user and system CPU seconds, peak resident memory, wall seconds; the scheduling and
+    critical-path analyses read these (benchmarks/critical_path.py)."""
+    import resource
+
+    from .files import write_json_atomic
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    write_json_atomic(args.usage, {"command": args.command, "cpu_user_s": round(own.ru_utime, 3),
+                                   "cpu_system_s": round(own.ru_stime, 3),
+                                   "cpu_s": round(own.ru_utime + own.ru_stime, 3),
+                                   "max_rss_mb": round(own.ru_maxrss / 1024, 1), "wall_s": round(wall, 3)})
 
 
 def _configure_logging(args) -> None:

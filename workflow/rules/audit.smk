@@ -4,7 +4,8 @@
 
 rule audit_subject:
     output:
-        f"{OUT}results/audit/subjects/{{subject}}.csv",
+        csv=f"{OUT}results/audit/subjects/{{subject}}.csv",
+        usage=f"{OUT}results/audit/subjects/{{subject}}.usage.json",
     log:
         f"{OUT}logs/audit/{{subject}}.log",
     benchmark:
@@ -17,8 +18,8 @@ rule audit_subject:
         scale=config["audit"]["scale"],
         code=audit_code,
     shell:
-        "python -m dperm --threads {threads} --log {log} audit-subject --subject {wildcards.subject}"
-        " --seed {params.seed} --scale {params.scale} --out {output}"
+        "python -m dperm --threads {threads} --log {log} --usage {output.usage} audit-subject"
+        " --subject {wildcards.subject} --seed {params.seed} --scale {params.scale} --out {output.csv}"
 
 
 rule audit_table:

@@ -9,6 +9,7 @@ checkpoint tune:
         tuning_data,
     output:
         json=f"{OUT}results/tuning/{{paper}}/{{dataset}}.json",
+        usage=f"{OUT}results/tuning/{{paper}}/{{dataset}}.usage.json",
         csv=f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
         html=report(
             f"{OUT}results/tuning/{{paper}}/{{dataset}}.html",
@@ -28,7 +29,8 @@ checkpoint tune:
         seed=config["seed"],
         code=tuning_code,
     shell:
-        "python -m dperm --threads {threads} --log {log} tune --spec {params.spec:q} --seed {params.seed}"
+        "python -m dperm --threads {threads} --log {log} --usage {output.usage} tune --spec {params.spec:q}"
+        " --seed {params.seed}"
         " --data {input} --json {output.json} --csv {output.csv} --html {output.html}"
 
 
@@ -36,7 +38,8 @@ rule optimum:
     input:
         data="resources/prepared/{dataset}/{profile}.npz",
     output:
-        f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.csv",
+        csv=f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.csv",
+        usage=f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.usage.json",
     log:
         f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.log",
     benchmark:
@@ -48,8 +51,8 @@ rule optimum:
         spec=optimum_spec_json,
         code=CODE["optimum"],
     shell:
-        "python -m dperm --threads {threads} --log {log} optimum --spec {params.spec:q}"
-        " --data {input.data} --out {output}"
+        "python -m dperm --threads {threads} --log {log} --usage {output.usage} optimum"
+        " --spec {params.spec:q} --data {input.data} --out {output.csv}"
 
 
 rule run_job:
@@ -59,7 +62,9 @@ rule run_job:
     input:
         unpack(job_inputs),
     output:
-        f"{OUT}results/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.csv",
+        csv=f"{OUT}results/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.csv",
+        # the job's own CPU time and peak memory (getrusage), for the scheduling analyses
+        usage=f"{OUT}results/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.usage.json",
     log:
         f"{OUT}logs/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.log",
     benchmark:
@@ -77,8 +82,8 @@ rule run_job:
         code=job_code,
     shell:
         # the log file gets everything; the terminal, the job's progress (fits done, time left)
-        "python -m dperm --threads {threads} --log {log} run-job --spec {params.specs:q} --data {params.data}"
-        " {params.tuning} {params.optimum} {params.extra} --out {output}"
+        "python -m dperm --threads {threads} --log {log} --usage {output.usage} run-job --spec {params.specs:q}"
+        " --data {params.data} {params.tuning} {params.optimum} {params.extra} --out {output.csv}"
 
 
 # Cutting a cell reads one small file: never worth a cluster job.
