@@ -144,6 +144,23 @@ def epsilon_axis(ax, data):
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
 
+def plain_log_axis(ax, axis: str = "x", values=None) -> None:
+    """A log axis written plainly: ticks at ``values`` (a few grid values) or else at 1, 2 and 5
+    times the powers of ten when the axis spans at most two decades (0.02, 0.05, 0.1, 0.2) and at
+    the powers alone beyond (0.01, 0.1, 1, 10, 1,000); no minor labels (2×10⁻² 3×10⁻² ...
+    overlap). Call it once the panel's data are drawn."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    values = sorted({float(v) for v in values if np.isfinite(v) and v > 0}) if values is not None else []
+    low, high = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    subs = (1.0, 2.0, 5.0) if low > 0 and np.log10(high / low) <= 2 else (1.0,)
+    target.set_major_locator(FixedLocator(values) if values else LogLocator(base=10, subs=subs))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:g}"))
+    target.set_minor_formatter(NullFormatter())
+
+
 def _unavailable(ax, heading, reason):
     """An explicit empty panel: the data could not be had (or no runs exist), never a gap."""
     text = "data unavailable offline" if "unavailable" in reason else reason

@@ -34,7 +34,7 @@ def sgdma_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def sgdma_figure(table: pd.DataFrame, *, title: str, caption: str):
-    from ...report.figures import legend_and_caption, plt  # plt with the Agg backend, chosen there
+    from ...report.figures import legend_and_caption, plain_log_axis, plt  # plt with the Agg backend
 
     datasets = list(dict.fromkeys(table["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.4 * len(datasets), 3.6), squeeze=False)
@@ -50,7 +50,7 @@ def sgdma_figure(table: pd.DataFrame, *, title: str, caption: str):
         for _, row in part.iterrows():
             ax.annotate(f"T={row['steps']:g}", (row["epsilon_pld"], row["accuracy_mean"]), fontsize=6,
                         textcoords="offset points", xytext=(-4, 6), ha="right", color="dimgray")
-        ax.set_xscale("log")
+        plain_log_axis(ax, "x")
         ax.set_xlabel("ε (log scale)")
         ax.set_title(dataset)
         ax.grid(alpha=0.3, which="both", lw=0.5)
@@ -88,7 +88,7 @@ def rates_table(summaries: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.Da
 
 
 def rates_figure(points: pd.DataFrame, slopes: pd.DataFrame, *, title: str, caption: str):
-    from ...report.figures import legend_and_caption, plt  # plt with the Agg backend, chosen there
+    from ...report.figures import legend_and_caption, plain_log_axis, plt  # plt with the Agg backend
 
     regimes = list(dict.fromkeys(points["regime"]))
     fig, axes = plt.subplots(1, len(regimes), figsize=(4.4 * len(regimes), 3.6), squeeze=False)
@@ -102,8 +102,8 @@ def rates_figure(points: pd.DataFrame, slopes: pd.DataFrame, *, title: str, capt
         if np.isfinite(mean[0]) and mean[0] > 0:
             ax.plot(n, mean[0] * (n / n[0]) ** exponent, "k--", lw=1, label=f"n^{exponent:g} (the notes' rate)")
         slope = slopes.loc[slopes["regime"] == regime, "fitted_slope"].iloc[0]
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        plain_log_axis(ax, "x", n)
+        plain_log_axis(ax, "y")
         ax.set_xlabel("n (log scale)")
         ax.set_title(f"{names.get(regime, regime)}\n{rate}; fitted slope {slope:.2f}", fontsize=9)
         ax.grid(alpha=0.3, which="both", lw=0.5)
