@@ -257,14 +257,20 @@ def _cmd_info(args) -> None:
 def _cmd_check_paper(args) -> None:
     from pathlib import Path
 
-    from .config import read_yaml
+    from .config import ConfigError, read_yaml
     from .grid import cells, check_profiles, merge
     from .papers import load, products
 
     name = read_yaml(args.paper).get("paper", Path(args.paper).stem)
     paper = load(name, args.paper, quick=args.quick, overlay=args.overlay)
+    # the global config beside the paper's folder (config/papers/<p>.yaml -> config/config.yaml), not
+    # the working directory's: check-paper is run from anywhere, an installed dperm included
+    base = Path(args.paper).resolve().parent.parent / "config.yaml"
+    if not base.is_file():
+        raise ConfigError(f"{args.paper}: no global config at {base} (a paper config lives in <config>/papers/, "
+                          f"beside <config>/config.yaml)")
     profiles = {}
-    for path in ["config/config.yaml", *args.config]:  # merged as Snakemake merges its configfiles
+    for path in [base, *args.config]:  # merged as Snakemake merges its configfiles
         profiles = merge(profiles, read_yaml(path).get("profiles", {}))
     check_profiles(paper, profiles, paper.source)
     print(f"{args.paper}: paper {paper.key!r}, {len(paper.experiments)} experiment(s), {len(cells(paper))} cell(s), "
@@ -369,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overlay", default=None,
                    help="an overlay file merged over it (e.g. .test/config/papers/<paper>.yaml)")
     p.add_argument("--config", nargs="+", default=[], metavar="CONFIGFILE",
-                   help="config files merged over config/config.yaml, as snakemake --configfile merges them "
+                   help="config files merged over the global config beside the paper's folder, as snakemake --configfile merges them "
                         "(their preprocessing profiles are the ones the paper may use)")
     p.set_defaults(func=_cmd_check_paper)
 

@@ -136,3 +136,16 @@ def test_light_verbs_import_neither_pandas_nor_scipy_nor_numpy(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True)
     assert out.returncode == 0 and "HEAVY []" in out.stdout, (out.stdout, out.stderr)
     assert (tmp_path / "cell.csv").read_text() == "setting,accuracy\n0.5,0.9\n0.5,0.7\n"
+
+
+def test_check_paper_finds_the_global_config_beside_the_paper_not_in_the_working_directory(
+        tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+    config = Path(__file__).resolve().parents[2] / "config"
+    monkeypatch.chdir(tmp_path)  # no config/config.yaml here: an installed dperm is run from anywhere
+    assert main(["check-paper", str(config / "papers" / "zhang2017.yaml"), "--quick"]) == 0
+    assert "zhang2017.yaml: paper 'zhang2017'" in capsys.readouterr().out
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "zhang2017.yaml").write_text((config / "papers" / "zhang2017.yaml").read_text())
+    code, err = _run(capsys, "check-paper", str(tmp_path / "papers" / "zhang2017.yaml"))
+    assert code == 2 and f"no global config at {tmp_path / 'config.yaml'}" in err
