@@ -60,6 +60,7 @@ from ..privacy import (
     gaussian_delta,
     gaussian_sigma_zhao,
 )
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
 from .audit_cases import canary_audit
@@ -203,7 +204,7 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
             if t % chunk == 0:
                 size = min(chunk, T - t)
                 batches = child.integers(n, size=(size, batch_size))
-                noise = child.normal(0.0, sigma, size=(size, p))
+                noise = child.normal(0.0, faults.noise_scale(sigma), size=(size, p))
             g = batch_grad(w, batches[t % chunk])
             g += noise[t % chunk]
             g /= batch_size

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..losses import MLP, GLMLoss
 from ..privacy import DEFAULT_RDP_ORDERS, noise_multiplier_for_epsilon, rdp_sampled_gaussian, rdp_to_epsilon
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import private_target
 from .audit_cases import canary_audit
 from .base import FitResult, Privacy, draw_rngs
@@ -64,7 +65,7 @@ def run_filter(problem, sigmas, rngs, *, steps, budget_steps, learning_rate, cli
     spent = np.zeros((k, n))
     active = np.ones((k, n), dtype=bool)
     dropped_at = np.full((k, n), -1, dtype=np.int64)
-    sigmas = np.asarray(sigmas, dtype=float)
+    sigmas = faults.noise_scale(np.asarray(sigmas, dtype=float))  # the audit's mutants (calibration_faults)
     decay = 1.0 - learning_rate * problem.l2
     norms_x = problem.row_norms
     mlp = isinstance(problem.loss, MLP)

@@ -63,6 +63,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import solvers
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import (
     check_regulariser,
     check_row_bound,
@@ -85,7 +86,7 @@ def noise_calibration(zeta: float, epsilon: float, delta: float, adjacency: str 
     σ_b = s·√(8 ln(2/δ) + 4ε)/ε, s = ζ (add/remove) or 2ζ (replace-one)."""
     if adjacency not in ADJACENCIES:
         raise ValueError(f"adjacency must be one of {ADJACENCIES}; got adjacency={adjacency!r}")
-    s = zeta if adjacency == "add-remove" else 2.0 * zeta
+    s = faults.sensitivity(zeta if adjacency == "add-remove" else 2.0 * zeta)  # audit mutants: calibration_faults
     if delta == 0:
         return "gamma-norm", 2.0 * s / epsilon
     return "gaussian", s * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon

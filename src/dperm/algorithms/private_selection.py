@@ -61,6 +61,7 @@ import math
 
 import numpy as np
 
+from ..privacy import calibration_faults as faults
 from ..privacy.selection import RdpStatement, TrialCount, calibrate_trial, selection_epsilon
 
 # Bases this module runs (imported so that the code fingerprint of a selection cell follows the
@@ -162,9 +163,10 @@ def _score_statement(statement: RdpStatement) -> RdpStatement:
 
 
 def _score_noise(statement: RdpStatement, sensitivity: float, rng, size: int) -> np.ndarray:
+    sensitivity = faults.sensitivity(sensitivity)  # the audit's mutants only (calibration_faults)
     if statement.rho is not None:
-        return rng.normal(0.0, sensitivity / math.sqrt(2.0 * statement.rho), size=size)
-    return rng.laplace(0.0, sensitivity / statement.epsilon, size=size)
+        return rng.normal(0.0, faults.noise_scale(sensitivity / math.sqrt(2.0 * statement.rho)), size=size)
+    return rng.laplace(0.0, faults.noise_scale(sensitivity / statement.epsilon), size=size)
 
 
 class _Trials:

@@ -56,6 +56,7 @@ import numpy as np
 
 from ..losses import GLMLoss
 from ..losses.glm import NotSmoothError
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
 from .audit_cases import canary_audit
@@ -171,7 +172,7 @@ def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int
             if t % chunk == 0:
                 size = min(chunk, R - t)
                 rows = child.integers(n, size=size)
-                z = child.normal(0.0, s, size=(size, p))
+                z = child.normal(0.0, faults.noise_scale(s), size=(size, p))
             g = example_grad(w, rows[t % chunk])
             g += z[t % chunk]
             if lam:

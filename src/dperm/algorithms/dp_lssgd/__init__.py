@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from ...privacy import calibration_faults as faults
 from ...privacy.perturbation import private_target
 from .. import dp_sgd  # noqa: F401  (the base must be registered first)
 from ..audit_cases import AuditCase, canary_problems
@@ -80,7 +81,7 @@ def fit_dp_lssgd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ep
                     norm = float(np.linalg.norm(g[b]))
                     if norm > clip:
                         g[b] *= clip / norm
-                g += nu * child.standard_normal(problem.p)
+                g += faults.noise_scale(nu) * child.standard_normal(problem.p)
                 step = smooth(g[None])[0]
                 w *= decay
                 w -= learning_rate * step
