@@ -67,7 +67,7 @@ from ..privacy.selection import RdpStatement, TrialCount, calibrate_trial, selec
 # Bases this module runs (imported so that the code fingerprint of a selection cell follows the
 # bases' code too; tests/test_private_selection.py checks every base with an rdp capability is here).
 from . import dp_agd, objpert, outpert, privgene  # noqa: F401
-from .audit_cases import AuditCase, canary_problems
+from .audit_cases import AuditCase, Mutant, canary_problems, with_switches
 from .base import FitResult, Privacy, draw_rngs
 from .registry import get_algorithm, register
 
@@ -324,7 +324,15 @@ def selection_audit() -> list[AuditCase]:
                       Privacy(1.0, 1e-5), hyper, statistic=lambda W, c=c: np.asarray(W)[:, c], runs=10_000)]
 
 
+def _mutants():
+    """A selection whose validation score has no noise (a non-private score), charged as the
+    correct selection is."""
+    return [Mutant("noiseless validation score", "trials scored on the validation part without noise",
+                   fit=with_switches("private-selection", noisy_score=False))]
+
+
 @register("private-selection", switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
+          mutants=_mutants,
           description="private hyper-parameter selection: random search with a random number of trials "
                       "(Papernot & Steinke 2022), charged to the total (epsilon, delta)")
 def fit_private_selection(problem, privacy: Privacy, rng, draws: int = 1, *, base: str = "dp-agd",

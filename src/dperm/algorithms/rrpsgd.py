@@ -59,7 +59,7 @@ from ..losses.glm import NotSmoothError
 from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
-from .audit_cases import canary_audit
+from .audit_worst_case import white_box_audit
 from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration
 from .registry import register
@@ -115,7 +115,15 @@ def _example_gradient(problem, L: float):
     return grad
 
 
-@register("rrpsgd", audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000, hyper={"max_steps": 100}),
+_LIMIT = ("Theorem 4's noise covers n^2 rounds (s = 2L sqrt(ln(3n/delta) ln(2/delta))/epsilon per coordinate); "
+          "one round at half of it is still far below the claim on any neighbours, so no number of runs can catch it")
+
+
+# White box: one round (max_steps 1: R = 1), the differing row in Huber regression's linear zone.
+@register("rrpsgd", audit=white_box_audit("one round, a row pushing at the Lipschitz bound (white box)", "replace-one",
+                                         runs=20_000, n=50, hyper={"max_steps": 1}, loss="huber", norm=1.0,
+                                         target=1.0, huber_delta=0.1),
+          audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="Random Round Private SGD (Zhang et al. 2017, Alg. 2), non-convex")
 def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int = 100_000,
                noise: str = "theorem4", row_bound: float = 1.0, clip: float | None = None,
