@@ -241,13 +241,19 @@ def run_subject(subject: Subject, seed: int = 0, scale: float = 1.0) -> list[dic
 
 def audit_ok(rows) -> bool:
     """Whether an audit passed: every private subject at or below its claim, every control
-    caught, every mutant caught or not catchable for a stated reason."""
-    def ok(r):
-        if r["verdict"] in ("passes", "caught", SAME_AS_HALF_NOISE, NOT_APPLICABLE):
-            return True
-        return r["verdict"] == "NOT CAUGHT" and r["kind"] == "mutant" and bool(r.get("reason"))
-
-    return all(ok(r) for r in rows)
+    caught, every mutant caught on one of its cases or not catchable for a stated reason."""
+    by_subject: dict = {}
+    for r in rows:
+        by_subject.setdefault(r["subject"], []).append(r)
+    for mine in by_subject.values():
+        verdicts = {r["verdict"] for r in mine}
+        if mine[0]["kind"] == "mutant":
+            if not ("caught" in verdicts or verdicts <= {SAME_AS_HALF_NOISE, NOT_APPLICABLE}
+                    or all(r["verdict"] != "NOT CAUGHT" or r.get("reason") for r in mine)):
+                return False
+        elif not verdicts <= {"passes", "caught"}:
+            return False
+    return True
 
 
 # -- the subjects ------------------------------------------------------------------------------------

@@ -166,15 +166,28 @@ def _cmd_audit_subject(args) -> None:
 
 
 def _cmd_audit_table(args) -> None:
-    from .report.audit import write_audit
+    from .report.audit import failures, write_audit
     from .report.tables import read_records
 
-    table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick)
-    failures = table[~table["verdict"].isin(["passes", "caught"])]
-    if args.enforce and len(failures):
-        listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failures.itertuples())
-        raise ValueError(f"the privacy audit failed ({len(failures)} of {len(table)} cases; table {args.csv}): "
+    table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick,
+                        mutation=(args.mutation_csv, args.mutation_md) if args.mutation_csv else None,
+                        summary=(args.summary_csv, args.summary_md) if args.summary_csv else None)
+    failed = failures(table)
+    if args.enforce and len(failed):
+        listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failed.itertuples())
+        raise ValueError(f"the privacy audit failed ({len(failed)} of {len(table)} cases; table {args.csv}): "
                          f"{listed}")
+
+
+def _cmd_audit_one_run(args) -> None:
+    import pandas as pd
+
+    from .audit_one_run import calibration, run
+    from .report.audit import write_one_run
+
+    repeats = max(1, int(round(args.repeats * args.scale)))
+    write_one_run(pd.DataFrame(run(seed=args.seed, repeats=repeats)), pd.DataFrame(calibration(seed=args.seed)),
+                  args.csv, args.md, args.calibration_csv, args.calibration_md, quick=args.quick)
 
 
 def _cmd_scorecard(args) -> None:
@@ -229,7 +242,8 @@ def _cmd_check_paper(args) -> None:
 # Sub-commands of this module (the paper plugins add theirs): a job running one of these does
 # not import the paper plugins.
 CORE_COMMANDS = frozenset({"fetch", "prepare", "dataset-table", "run-job", "cut-cell", "optimum", "summarise",
-                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table", "scorecard"})
+                           "tune", "figure", "info", "check-paper", "audit-subject", "audit-table", "audit-one-run",
+                           "scorecard"})
 
 
 def build_parser(papers: bool = True) -> argparse.ArgumentParser:
@@ -327,9 +341,23 @@ def build_parser(papers: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--md", required=True)
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)
+    p.add_argument("--mutation-csv", help="the mutation table (one row per mutant of an algorithm) .csv")
+    p.add_argument("--mutation-md")
+    p.add_argument("--summary-csv", help="per algorithm: tightness and mutation score .csv")
+    p.add_argument("--summary-md")
     p.add_argument("--enforce", action="store_true", help="exit with an error if any case fails")
     p.add_argument("--quick", action="store_true", help="say that this is a quick run")
     p.set_defaults(func=_cmd_audit_table)
+
+    p = sub.add_parser("audit-one-run", help="one-run audits of DP-SGD and DP-GD at a paper's scale, and the one-run "
+                                             "estimators' calibration (dperm.audit_one_run)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3, help="training runs per setting")
+    p.add_argument("--scale", type=float, default=1.0, help="fraction of the repeats (at least one)")
+    for name in ("csv", "md", "calibration-csv", "calibration-md"):
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--quick", action="store_true", help="say that this is a quick run")
+    p.set_defaults(func=_cmd_audit_one_run)
 
     p = sub.add_parser("scorecard", help="the reproduction scorecard: published vs ours, claims, deviations, "
                                          "labels, audit (results/SCORECARD.md)")
