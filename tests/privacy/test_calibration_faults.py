@@ -14,7 +14,7 @@ from dperm.privacy.exponential import exponential_mechanism
 from dperm.privacy.perturbation import draw_noise, noise_calibration
 
 
-def _release(name, factors, draws=32):
+def _release(name, factors, draws=256):
     spec = get_algorithm(name)
     case = spec.audit()[0]
     with faults.injected(**factors):
@@ -30,7 +30,7 @@ AUDITED = [n for n in algorithm_names() if get_algorithm(n).private and get_algo
 @pytest.mark.parametrize("name", AUDITED)
 def test_half_noise_changes_every_private_algorithms_release(name):
     """On D′ of the algorithm's first audit case (where the differing row gives the noise
-    something to decide), 32 releases with a fixed seed, with and without half the noise."""
+    something to decide), 256 releases with a fixed seed, with and without half the noise."""
     plain, half = _release(name, {}), _release(name, {"noise": 0.5})
     assert plain.shape == half.shape
     assert not np.allclose(plain, half, rtol=1e-12, atol=0.0), \

@@ -331,8 +331,15 @@ def _mutants():
                    fit=with_switches("private-selection", noisy_score=False))]
 
 
+_LIMIT = ("the selection's guarantee (Papernot & Steinke's bound for about ten trials, converted from RDP) leaves each "
+          "OutPert trial and its noisy validation score a small fraction of the claim, and the canary reaches either "
+          "only with probability 0.2 or 0.8 per release: with half the noise (or the sensitivities halved, which "
+          "also changes the per-trial budget) the case's privacy loss stays below the claim and no number of runs "
+          "can catch it; the noiseless score (an unbounded leak) is caught on the same case")
+
+
 @register("private-selection", switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
-          mutants=_mutants,
+          mutants=_mutants, audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="private hyper-parameter selection: random search with a random number of trials "
                       "(Papernot & Steinke 2022), charged to the total (epsilon, delta)")
 def fit_private_selection(problem, privacy: Privacy, rng, draws: int = 1, *, base: str = "dp-agd",

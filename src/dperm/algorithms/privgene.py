@@ -300,7 +300,7 @@ def one_selection_audit() -> list[AuditCase]:
     y_d[-1], y_p[-1] = -1.0, 1.0
     d, d_prime = Problem(X, y_d, Hinge(), public_n=n), Problem(X, y_p, Hinge(), public_n=n)
     return [AuditCase("one selection whose two scores move apart by the sensitivity", d, d_prime, Privacy(1.0, 1e-5),
-                      {"iterations": 1, "composition": "best"}, statistic=lambda W: np.asarray(W)[:, 0], runs=100_000)]
+                      {"iterations": 1, "composition": "best"}, statistic=lambda W: np.asarray(W)[:, 0], runs=250_000)]
 
 
 @register("privgene", rdp=selection_trial, audit=one_selection_audit,

@@ -116,7 +116,8 @@ def _example_gradient(problem, L: float):
 
 
 _LIMIT = ("Theorem 4's noise covers n^2 rounds (s = 2L sqrt(ln(3n/delta) ln(2/delta))/epsilon per coordinate); "
-          "one round at half of it is still far below the claim on any neighbours, so no number of runs can catch it")
+          "one round at half of it is still 0.49-DP at delta = 1e-5 even if the differing row were sampled surely, so "
+          "no number of runs can catch it")
 
 
 # White box: one round (max_steps 1: R = 1), the differing row in Huber regression's linear zone.

@@ -206,9 +206,8 @@ _ADV_AUDIT = white_box_audit("one full-batch step, a row pushing at the full cli
                              runs=100_000, shift=2 * 1.0 / 50, n=50, hyper={"steps": 1, "batch_size": 50, "clip": 1.0,
                                                                            "learning_rate": 1.0}, **PUSH_AT_CLIP)
 _ADV_LIMIT = ("advanced composition at T = 1 and the amplification lemma leave the base Gaussian at epsilon_step = "
-              "epsilon/(2 sqrt(2 ln(2/delta))) ~ 0.1 epsilon: with half the noise the step is still about "
-              "0.2-DP at delta = 1e-5 on any neighbours (its exact Gaussian profile), so no number of runs can "
-              "catch it")
+              "epsilon/(2 sqrt(2 ln(2/delta))) ~ 0.1 epsilon: with half the noise the step is still 0.14-DP at "
+              "delta = 1e-5 on any neighbours (its exact Gaussian profile), so no number of runs can catch it")
 
 
 @register("sgd-adv", switches={"reference": False}, audit=_ADV_AUDIT,

@@ -62,7 +62,9 @@ def mutation_table(table: pd.DataFrame) -> pd.DataFrame:
         first = rows.iloc[0]
         caught = rows[rows["verdict"] == "caught"]
         skipped = rows["verdict"].isin(DISTINCT_EXCLUDED).all()
-        verdict = ("caught" if len(caught) else rows["verdict"].iloc[0] if skipped else "NOT CAUGHT")
+        twin = (rows["verdict"] == DISTINCT_EXCLUDED[0]).any()  # the same releases as half noise on some case
+        verdict = ("caught" if len(caught) else (DISTINCT_EXCLUDED[0] if twin else DISTINCT_EXCLUDED[1]) if skipped
+                   else "NOT CAUGHT")
         best = rows["epsilon_lower"].max()
         shown = caught.iloc[0] if len(caught) else rows.loc[rows["epsilon_lower"].fillna(-1).idxmax()]
         needed = rows["runs_needed"].min() if verdict == "NOT CAUGHT" else math.nan
