@@ -22,7 +22,7 @@ LAYERS = [
     {"losses", "problem", "solvers", "privacy", "datasets"},
     {"algorithms"},
     {"protocol", "grid", "experiments", "records", "optimum", "tuning", "audit", "audit_controls", "audit_one_run",
-     "fingerprint", "progress", "estimate"},
+     "audit_subjects", "fingerprint", "progress", "estimate"},
     {"report"},
     {"papers"},
     {"cli", "__main__"},

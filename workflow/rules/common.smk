@@ -333,6 +333,7 @@ def audit_code(wildcards):
     return (algorithm_fingerprint(*names) if names else "") + source_fingerprint(
         "audit",
         "audit_controls",
+        "audit_subjects",
         "algorithms/audit_cases",
         "algorithms/audit_worst_case",
         "privacy",
