@@ -34,6 +34,8 @@ SUMMARY_NOTE = ("Per algorithm: the best tightness (epsilon_lower / claim) of it
 DISTINCT_EXCLUDED = ("same release as half noise", "not applicable")
 
 
+#: a correct algorithm's case whose achieved ratio is below this says so in its row
+SHORT_RATIO = 0.9
 #: columns the audit runner writes beyond the first ones (rows from an older runner lack them)
 LATER_COLUMNS = ("mutant", "factor", "caught", "reason", "runs_needed", "tightness", "achieved_ratio")
 
@@ -45,7 +47,15 @@ def audit_table(rows: pd.DataFrame) -> pd.DataFrame:
         if column not in rows:
             rows[column] = "" if column in ("mutant", "caught", "reason") else math.nan
     table = rows.sort_values(["kind", "subject", "case"], key=lambda s: s.map(order) if s.name == "kind" else s)
-    return table.reset_index(drop=True)
+    table = table.reset_index(drop=True)
+    # a case whose noiseless releases move by much less than the noise is sized for says so
+    short = (table["expected"] == "private") & (table["achieved_ratio"] < SHORT_RATIO) \
+        & ~table["reason"].fillna("").astype(str).str.len().gt(0)
+    table["reason"] = table["reason"].astype(object)
+    table.loc[short, "reason"] = table.loc[short, "achieved_ratio"].map(
+        lambda r: f"the case moves the release by {r:.2f} of the sensitivity the noise is sized for: its bound "
+                  "sees at most that share of the claim")
+    return table
 
 
 def _base(row) -> str:
