@@ -187,16 +187,30 @@ def _cmd_audit_subject(args) -> None:
 
 
 def _cmd_audit_table(args) -> None:
-    from .report.audit import write_audit
+    from .report.audit import failures, write_audit
     from .report.tables import read_records
 
     table = write_audit(read_records(args.subjects), args.csv, args.md, args.png, args.pdf, quick=args.quick,
+                        mutation=(args.mutation_csv, args.mutation_md, args.mutation_html) if args.mutation_csv
+                        else None,
+                        summary=(args.summary_csv, args.summary_md, args.summary_html) if args.summary_csv else None,
                         html=args.html)
-    failures = table[~table["verdict"].isin(["passes", "caught"])]
-    if args.enforce and len(failures):
-        listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failures.itertuples())
-        raise ValueError(f"the privacy audit failed ({len(failures)} of {len(table)} cases; table {args.csv}): "
+    failed = failures(table)
+    if args.enforce and len(failed):
+        listed = "; ".join(f"{r.subject} ({r.case}): {r.verdict}" for r in failed.itertuples())
+        raise ValueError(f"the privacy audit failed ({len(failed)} of {len(table)} cases; table {args.csv}): "
                          f"{listed}")
+
+
+def _cmd_audit_one_run(args) -> None:
+    import pandas as pd
+
+    from .audit_one_run import calibration, run
+    from .report.audit import write_one_run
+
+    repeats = max(1, int(round(args.repeats * args.scale)))
+    write_one_run(pd.DataFrame(run(seed=args.seed, repeats=repeats)), pd.DataFrame(calibration(seed=args.seed)),
+                  args.csv, args.md, args.calibration_csv, args.calibration_md, quick=args.quick, html=args.html)
 
 
 def _cmd_scorecard(args) -> None:
@@ -375,8 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overlay", default=None,
                    help="an overlay file merged over it (e.g. .test/config/papers/<paper>.yaml)")
     p.add_argument("--config", nargs="+", default=[], metavar="CONFIGFILE",
-                   help="config files merged over the global config beside the paper's folder, as snakemake --configfile merges them "
-                        "(their preprocessing profiles are the ones the paper may use)")
+                   help="config files merged over the global config beside the paper's folder, as snakemake "
+                        "--configfile merges them (their preprocessing profiles are the ones the paper may use)")
     p.set_defaults(func=_cmd_check_paper)
 
     p = sub.add_parser("audit-subject", help="black-box privacy audit of one algorithm or mutant (dperm.audit)")
@@ -393,9 +407,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default=None, help="the table as an HTML page (the report shows it)")
     p.add_argument("--png", required=True)
     p.add_argument("--pdf", required=True)
+    p.add_argument("--mutation-csv", help="the mutation table (one row per mutant of an algorithm) .csv")
+    p.add_argument("--mutation-md")
+    p.add_argument("--mutation-html", default=None, help="the mutation table as an HTML page (the report shows it)")
+    p.add_argument("--summary-csv", help="per algorithm: tightness and mutation score .csv")
+    p.add_argument("--summary-md")
+    p.add_argument("--summary-html", default=None)
     p.add_argument("--enforce", action="store_true", help="exit with an error if any case fails")
     p.add_argument("--quick", action="store_true", help="say that this is a quick run")
     p.set_defaults(func=_cmd_audit_table)
+
+    p = sub.add_parser("audit-one-run", help="one-run audits of DP-SGD and DP-GD at a paper's scale, and the one-run "
+                                             "estimators' calibration (dperm.audit_one_run)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3, help="training runs per setting")
+    p.add_argument("--scale", type=float, default=1.0, help="fraction of the repeats (at least one)")
+    for name in ("csv", "md", "calibration-csv", "calibration-md"):
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--html", default=None, help="the one-run table as an HTML page (the report shows it)")
+    p.add_argument("--quick", action="store_true", help="say that this is a quick run")
+    p.set_defaults(func=_cmd_audit_one_run)
 
     p = sub.add_parser("scorecard", help="the reproduction scorecard: published vs ours, claims, deviations, "
                                          "labels, audit (results/SCORECARD.md)")

@@ -10,11 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from dperm import audit
 from dperm.algorithms import Privacy, dp_sgd, get_algorithm, outpert_sgd, pidp_sgd
 from dperm.algorithms.dp_gd_filter import filter_calibration, run_filter
 from dperm.algorithms.dp_lssgd import smoothing
 from dperm.losses import MLP, Logistic
-from dperm.privacy import audit_outputs, epsilon_sampled_gaussian
+from dperm.privacy import epsilon_sampled_gaussian
 from dperm.problem import Problem
 
 
@@ -275,27 +276,20 @@ def test_filter_on_the_mlp_uses_the_same_decisions_as_the_glm_path_would():
 
 # -- end-to-end audits ------------------------------------------------------------------------------
 
-def _audit(name, seed=0):
-    spec = get_algorithm(name)
-    case = spec.audit()[0]
-    pilot = spec.fit(case.d_prime, case.privacy, np.random.default_rng(seed + 10), draws=case.runs // 4,
-                     **case.hyper)
-    thresholds = np.quantile(case.statistic(pilot.weights), [0.5, 0.75, 0.9, 0.95, 0.99])
-    events = [(lambda s, q=q: s[:, 0] > q) for q in thresholds] + [lambda s: s[:, 0] > 1e-12]
-    a = spec.fit(case.d, case.privacy, np.random.default_rng(seed + 1), draws=case.runs, **case.hyper)
-    b = spec.fit(case.d_prime, case.privacy, np.random.default_rng(seed + 2), draws=case.runs, **case.hyper)
-    result = audit_outputs(case.statistic(a.weights)[:, None], case.statistic(b.weights)[:, None], events=events,
-                           delta=case.privacy.delta, confidence=0.95)
-    return case.privacy.epsilon, result.epsilon_lower
+def _audit(name, scale):
+    """The privacy audit's own run of ``name``'s cases (dperm.audit: white-box where the case is),
+    at ``scale`` of their runs: (claimed ε, the largest ε_LB over the cases)."""
+    rows = audit.run_subject(audit.subject(name), seed=0, scale=scale)
+    return rows[0]["epsilon_claimed"], max(r["epsilon_lower"] for r in rows)
 
 
 @pytest.mark.parametrize("name", ["pidp-sgd-reference", "dp-lssgd-reference", "outpert-sgd-reference"])
 def test_end_to_end_audit_reference_variants_exceed_their_epsilon(name):
-    claimed, lower = _audit(name)
+    claimed, lower = _audit(name, 1.0)
     assert lower > claimed
 
 
 @pytest.mark.parametrize("name", ["dp-sgd", "dp-lssgd", "outpert-sgd", "dp-gd-filter"])
 def test_end_to_end_audit_correct_algorithms_stay_within_their_epsilon(name):
-    claimed, lower = _audit(name)
+    claimed, lower = _audit(name, 0.05)
     assert lower <= claimed

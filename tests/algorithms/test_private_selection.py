@@ -35,12 +35,24 @@ def problem(n=600, p=5, seed=0, l2=1e-3, loss=None):
     return Problem(X, y, loss, l2)
 
 
-def _dp_accounting_epsilon(rdp, mean, shape, delta):
-    """The selection's ε by dp-accounting alone (its repeat-and-select RDP, its conversion)."""
-    from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_repeat_and_select, compute_epsilon
+def _rdp_of(event, relation):
+    from dp_accounting.rdp import RdpAccountant
 
-    curve = _compute_rdp_repeat_and_select(ORDERS, rdp, mean, shape)
-    return compute_epsilon(ORDERS, curve, delta)[0]
+    accountant = RdpAccountant(list(ORDERS), relation)
+    accountant.compose(event)
+    return np.array(accountant.rdp)
+
+
+def _dp_accounting_epsilon(trial, mean, shape, delta, relation=None):
+    """The selection's ε by dp-accounting alone, through its public API: an RdpAccountant
+    composing RepeatAndSelectDpEvent of the trial's DpEvent, and its own conversion."""
+    import dp_accounting
+    from dp_accounting.dp_event import RepeatAndSelectDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    accountant = RdpAccountant(list(ORDERS), relation or dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    accountant.compose(RepeatAndSelectDpEvent(trial, mean, shape))
+    return accountant.get_epsilon(delta)
 
 
 @pytest.mark.parametrize("distribution, eta, shape", [("truncated-negative-binomial", 0.0, 0.0),
@@ -58,7 +70,9 @@ def test_a_dp_agd_selection_spends_its_target_as_dp_accounting_computes_it(distr
     t = float(result.extra["trial_epsilon"][0])
     rho = zcdp_from_dp(t, delta)
     assert f"rho={rho:.6g}-zCDP" in result.accounting
-    theirs = _dp_accounting_epsilon(ORDERS * rho, 4.0, shape, delta)
+    from dp_accounting.dp_event import ZCDpEvent
+
+    theirs = _dp_accounting_epsilon(ZCDpEvent(rho), 4.0, shape, delta)
     assert theirs == pytest.approx(epsilon, rel=2e-3)  # their γ by bisection, their conversion's KL branch
     assert ("Theorem 6" if distribution == "poisson" else "Theorem 2") in result.accounting
     assert result.adjacency == "add-remove"
@@ -70,7 +84,12 @@ def test_an_objpert_selection_runs_pure_trials_and_spends_its_target():
                       grid={"l2": [1e-3, 1e-1]}, trials=6.0, eta=0.5)
     t = float(result.extra["trial_epsilon"][0])
     assert result.extra["trial_guarantee"] == f"epsilon={t:.6g}-DP" and result.adjacency == "replace-one"
-    theirs = _dp_accounting_epsilon(pure_dp_rdp(t, ORDERS), 6.0, 0.5, delta)
+    import dp_accounting
+    from dp_accounting.dp_event import RandomizedResponseDpEvent
+
+    trial = RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(t)), 2)  # binary randomized response: the ε-DP curve
+    assert np.allclose(pure_dp_rdp(t, ORDERS), _rdp_of(trial, dp_accounting.NeighboringRelation.REPLACE_ONE))
+    theirs = _dp_accounting_epsilon(trial, 6.0, 0.5, delta, dp_accounting.NeighboringRelation.REPLACE_ONE)
     assert theirs == pytest.approx(result.epsilon_spent, rel=2e-3) and result.epsilon_spent <= epsilon
 
 
@@ -202,7 +221,7 @@ def test_records_say_what_was_released_and_what_it_cost():
 
 def test_the_audit_catches_a_noiseless_score_and_passes_the_selection():
     """At a fifth of the audit's runs (the full audit runs all of them)."""
-    for name, expected in (("mutant: private selection with a noiseless score", "caught"),
+    for name, expected in (("mutant: private-selection, noiseless validation score", "caught"),
                            ("private-selection", "passes")):
         rows = audit.run_subject(audit.subject(name), seed=0, scale=0.2)
         assert [r["verdict"] for r in rows] == [expected], rows

@@ -124,16 +124,47 @@ def test_rdp_to_delta_matches_dp_accounting_and_inverts_rdp_to_epsilon():
 
 # -- the theorems against dp-accounting ------------------------------------------------------------
 
+def repeat_and_select_rdp(statement: RdpStatement, mean: float, shape: float) -> np.ndarray:
+    """dp-accounting's RDP of a repeat-and-select over one trial, through its public API: an
+    RdpAccountant composing RepeatAndSelectDpEvent (the trial as a ZCDpEvent for ρ-zCDP, as the
+    binary RandomizedResponseDpEvent, whose curve is the pure-ε one, under replace-one)."""
+    import dp_accounting
+    from dp_accounting.dp_event import RandomizedResponseDpEvent, RepeatAndSelectDpEvent, ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    if statement.rho is not None:
+        trial, relation = ZCDpEvent(statement.rho), dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    else:
+        trial = RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(statement.epsilon)), 2)
+        relation = dp_accounting.NeighboringRelation.REPLACE_ONE
+    accountant = RdpAccountant(list(ORDERS), relation)
+    accountant.compose(RepeatAndSelectDpEvent(trial, mean, shape))
+    return np.array(accountant.rdp)
+
+
+def test_the_public_route_to_dp_accountings_curves_gives_a_trials_own_curve():
+    """The guard of the route above: one trial repeated exactly once (K = 1, Poisson's limit is
+    not it, so check the inner events themselves) has the curve of its statement."""
+    import dp_accounting
+    from dp_accounting.dp_event import RandomizedResponseDpEvent, ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    for statement, event, relation in (
+            (RdpStatement(rho=0.05), ZCDpEvent(0.05), dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE),
+            (RdpStatement(epsilon=0.7), RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(0.7)), 2),
+             dp_accounting.NeighboringRelation.REPLACE_ONE)):
+        accountant = RdpAccountant(list(ORDERS), relation)
+        accountant.compose(event)
+        np.testing.assert_allclose(np.array(accountant.rdp), statement.rdp(ORDERS), rtol=1e-10)
+
 @pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0, math.inf])
 @pytest.mark.parametrize("mean", [2.0, 10.0, 30.0])
 @pytest.mark.parametrize("rho", [1e-4, 0.01, 0.2])
 def test_theorems_agree_with_dp_accounting_for_a_zcdp_trial(shape, mean, rho):
     """dp-accounting's RepeatAndSelectDpEvent accounting (Theorem 2 with the monotone step; Theorem
     6 as stated): same curve to 1e-8 (its γ is found by bisection to 1e-9)."""
-    from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_repeat_and_select
-
     statement = RdpStatement(rho=rho)
-    theirs = np.array(_compute_rdp_repeat_and_select(ORDERS, statement.rdp(ORDERS), mean, shape))
+    theirs = repeat_and_select_rdp(statement, mean, shape)
     if shape == math.inf:
         ours = theorem_rdp(statement, TrialCount("poisson", mean), ORDERS)
     else:
@@ -145,13 +176,10 @@ def test_theorems_agree_with_dp_accounting_for_a_zcdp_trial(shape, mean, rho):
 def test_a_pure_trial_costs_at_most_what_its_rdp_curve_alone_gives(eps):
     """For pure ε-DP trials δ̂ is randomized response's (exact), never above the RDP conversion
     dp-accounting uses: our Theorem 6 bound is at most theirs; Theorem 2 is the same."""
-    from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_repeat_and_select
-
     statement = RdpStatement(epsilon=eps)
-    rdp = statement.rdp(ORDERS)
-    theirs = np.array(_compute_rdp_repeat_and_select(ORDERS, rdp, 8.0, math.inf))
+    theirs = repeat_and_select_rdp(statement, 8.0, math.inf)
     assert (theorem_rdp(statement, TrialCount("poisson", 8.0), ORDERS) <= theirs * (1 + 1e-12)).all()
-    theirs = np.array(_compute_rdp_repeat_and_select(ORDERS, rdp, 8.0, 0.5))
+    theirs = repeat_and_select_rdp(statement, 8.0, 0.5)
     np.testing.assert_allclose(selection_rdp(statement, TrialCount(TNB, 8.0, 0.5), ORDERS), theirs, rtol=1e-8)
 
 

@@ -198,9 +198,30 @@ def _records(root):
     return {k: v.drop(columns=["fit_seconds"]) for k, v in frames.items()}
 
 
+# Imported by every Python process of the stopped run (through PYTHONPATH): the first run-job
+# process goes through, every later one waits for a file that never comes, so when the first job's
+# output exists the run is certainly still under way (on any machine, however loaded); SIGINT
+# ends the waiting ones as it ends any job.
+GATE = """
+import os, time
+def _gate():
+    where = os.environ.get("DPERM_TEST_GATE")
+    with open("/proc/self/cmdline", "rb") as f:
+        if not where or b"run-job" not in f.read().split(b"\\0"):
+            return
+    try:
+        os.mkdir(os.path.join(where, "first"))  # the first run job goes through
+    except FileExistsError:
+        while True:
+            time.sleep(0.05)
+_gate()
+"""
+
+
 def test_a_run_stopped_midway_and_run_again_equals_an_uninterrupted_one(tmp_path, mirror):
     """SIGINT to Snakemake while jobs run (the user's Ctrl-C); the same command again finishes
-    the work and its records equal an uninterrupted run's in a second copy."""
+    the work and its records equal an uninterrupted run's in a second copy. The stop comes after
+    one run job has finished and while the others are held (GATE): deterministic."""
     paper = edited_paper(lambda p: p["algorithms"]["dp-sgd"].update(epochs=3))
     runs = {}
     for name in ("stopped", "whole"):
@@ -212,11 +233,16 @@ def test_a_run_stopped_midway_and_run_again_equals_an_uninterrupted_one(tmp_path
         command = [sys.executable, "-m", "snakemake", "--cores", "2", "demo", "--configfile", "test.yaml"]
         env = snakemake_env(mirror)
         if name == "stopped":
-            process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL,
+            gate = tmp_path / "gate"
+            gate.mkdir()
+            (gate / "sitecustomize.py").write_text(GATE)
+            held = {**env, "PYTHONPATH": str(gate), "DPERM_TEST_GATE": str(gate)}
+            process = subprocess.Popen(command, cwd=root, env=held, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.time() + 120
+            deadline = time.time() + 600
             while time.time() < deadline and not list((root / "results" / "jobs").rglob("*.csv")):
                 time.sleep(0.2)  # wait until the first job has finished: the run is under way
+            assert list((root / "results" / "jobs").rglob("*.csv")), "no run job finished in 10 minutes"
             assert process.poll() is None, "the run finished before it could be stopped"
             os.killpg(process.pid, signal.SIGINT)
             process.wait(timeout=120)

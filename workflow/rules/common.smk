@@ -535,8 +535,18 @@ def audit_code(wildcards):
     """Fingerprint of an audit subject: its algorithm's code, the audit's and the cases'."""
     names = audit.subject(wildcards.subject).algorithms
     return (algorithm_fingerprint(*names) if names else "") + source_fingerprint(
-        "audit", "algorithms/audit_cases", "privacy"
+        "audit",
+        "audit_controls",
+        "audit_subjects",
+        "algorithms/audit_cases",
+        "algorithms/audit_worst_case",
+        "privacy",
     )
+
+
+def audit_one_run_code(wildcards):
+    """Fingerprint of the one-run audits: DP-SGD's code, the runner's and the estimators'."""
+    return algorithm_fingerprint("dp-sgd") + source_fingerprint("audit_one_run", "privacy")
 
 
 # -- the scorecard and the report's order -------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The audit hook every private algorithm offers: neighbouring datasets on which its release shows
 the differing row as plainly as it can, the claim to test, and a statistic of the released
-weights that tells the two apart (the black-box audit, :mod:`dperm.audit`, runs it).
+weights that tells the two apart (the black-box audit, :mod:`dperm.audit`, runs it); and the
+mutants the audit must catch (:class:`Mutant`).
 
 An algorithm registers ``audit=`` a callable returning a list of :class:`AuditCase`; a
 reference variant takes its base's unless it registers its own. Most algorithms use
@@ -27,15 +28,96 @@ ADJACENCIES = ("add-remove", "replace-one")
 class AuditCase:
     """One audit of one algorithm: ``runs`` releases on D and on D′ at ``privacy`` with
     ``hyper``; ``statistic`` maps released weights (runs, p) to one score per run, larger
-    where D′'s differing row shows. ``name`` says what the case shows."""
+    where D′'s differing row shows. ``name`` says what the case shows.
+
+    Optional, for what the audit reports beside the bound:
+
+    * ``shift(result)``: the ℓ2 shift of the noiseless release between neighbours that the
+      calibration allows (the sensitivity the noise is sized for, in weight space), read from a
+      release on D; the audit divides the shift it measures (noiseless runs) by it.
+    * ``white_box``: ``statistic(W, centers)`` also receives the noiseless releases' means
+      (c_D, c_D′), measured by the audit before the runs (:func:`projection_statistic`).
+    * ``draws_per_call``: releases per call of the algorithm (1: each run its own call and
+      seed, for algorithms whose draws share a random solve, so the runs are independent).
+    * ``rebuild(adjacency)``: the same case on neighbours of the other relation (the audit's
+      wrong-adjacency mutant).
+    * ``for_mutants``: False for a case that audits something a calibration mutant cannot
+      change (a stochastic solver's failure probability): the mutants skip it.
+    """
 
     name: str
     d: Any  # dperm.problem.Problem
     d_prime: Any
     privacy: Any  # dperm.algorithms.base.Privacy: the claim under test
     hyper: Mapping[str, Any] = field(default_factory=dict)
-    statistic: Callable[[np.ndarray], np.ndarray] = None
+    statistic: Callable[..., np.ndarray] = None
     runs: int = 2000
+    shift: Callable[[Any], float] | None = None
+    white_box: bool = False
+    draws_per_call: int | None = None
+    rebuild: Callable[[str], AuditCase] | None = None
+    for_mutants: bool = True
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A deliberately broken version of a registered algorithm that the audit must catch.
+
+    ``noise`` and ``sensitivity`` are factors the audit injects into the privacy core around the
+    algorithm's own fit (:mod:`dperm.privacy.calibration_faults`); ``fit`` replaces the fit (an
+    error outside the calibration: a filter that never drops a row); ``cases`` replace the
+    algorithm's cases (a wrong adjacency: its cases on the other neighbour relation). ``factor``
+    is how far off the calibration is (2 for the factor-2 mutants; None for other kinds). The
+    audit generates "half noise" and "sensitivity halved" for every algorithm it audits; an
+    algorithm declares further ones with ``register(..., mutants=...)``."""
+
+    name: str
+    description: str
+    noise: float = 1.0
+    sensitivity: float = 1.0
+    fit: Callable | None = None
+    cases: Callable[[], list[AuditCase]] | None = None
+    factor: float | None = None
+
+
+#: a factor-4 mutant, declared by the algorithms whose cases cannot realise more than half of the
+#: calibrated sensitivity (their factor-2 mutants are then within the claim): it shows what the
+#: case does catch
+SENSITIVITY_QUARTERED = Mutant("sensitivity quartered", "every calibrated sensitivity divided by 4 "
+                               "(calibration_faults: sensitivity 0.25)", sensitivity=0.25, factor=4.0)
+
+
+def with_switches(name: str, **switches) -> Callable:
+    """The fit of registered algorithm ``name`` with some of its registration's switches turned
+    (for a mutant declared beside the algorithm: ``fit=with_switches("dp-gd-filter", drops=False)``)."""
+
+    def fit(problem, privacy, rng, draws=1, **hyper):
+        from .registry import get_algorithm
+
+        spec = get_algorithm(name)
+        unknown = sorted(set(switches) - set(spec.switches))
+        if unknown:
+            raise TypeError(f"{unknown} are not switches of {name!r}: {sorted(spec.switches)}")
+        return spec.impl(problem, privacy, rng, draws, **spec.hyper(hyper), **{**spec.switches, **switches})
+
+    return fit
+
+
+def projection_statistic(W, centers) -> np.ndarray:
+    """(W − m)·u with u the unit vector from the noiseless release on D to the one on D′ and m
+    their midpoint: the likelihood-ratio statistic of isotropic Gaussian noise (white box)."""
+    c_d, c_p = (np.asarray(c, dtype=float) for c in centers)
+    gap = c_p - c_d
+    norm = float(np.linalg.norm(gap))
+    u = gap / norm if norm > 0 else np.eye(gap.size)[-1]
+    return (np.asarray(W, dtype=float) - 0.5 * (c_d + c_p)) @ u
+
+
+def l2_laplace_statistic(W, centers) -> np.ndarray:
+    """‖W − c_D‖ − ‖W − c_D′‖: the log-likelihood ratio of ℓ2-Laplace noise over ε/Δ (white box)."""
+    W = np.asarray(W, dtype=float)
+    c_d, c_p = (np.asarray(c, dtype=float) for c in centers)
+    return np.linalg.norm(W - c_d, axis=1) - np.linalg.norm(W - c_p, axis=1)
 
 
 def canary_problems(adjacency: str, *, n: int = 50, p: int = 3, norm: float = 1.0, loss=None, l2: float = 0.0,
@@ -72,12 +154,15 @@ def canary_audit(adjacency: str, *, epsilon: float = 1.0, delta: float = 1e-5, h
     """The hook of an algorithm audited with one canary case (:func:`canary_problems`, whose
     keywords ``problem`` passes on), claim (``epsilon``, ``delta``), statistic w_c."""
 
-    def cases() -> list[AuditCase]:
+    def build(adjacency: str) -> AuditCase:
         from .base import Privacy
 
         d, d_prime, c = canary_problems(adjacency, **problem)
-        return [AuditCase(name=name, d=d, d_prime=d_prime, privacy=Privacy(epsilon, delta), hyper=dict(hyper or {}),
-                          statistic=lambda W, c=c: np.asarray(W)[:, c], runs=runs)]
+        return AuditCase(name=name, d=d, d_prime=d_prime, privacy=Privacy(epsilon, delta), hyper=dict(hyper or {}),
+                         statistic=lambda W, c=c: np.asarray(W)[:, c], runs=runs, rebuild=build)
+
+    def cases() -> list[AuditCase]:
+        return [build(adjacency)]
 
     return cases
 

@@ -100,7 +100,12 @@ class AlgorithmSpec:
     ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`).
     ``variant`` is ``correct`` or ``reference``; a reference variant reproduces published code and
     says in ``caveat`` whether it is DP as implemented. ``audit`` returns the cases of its
-    black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one.
+    black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one. The audit
+    also builds mutants of it from its own calibration (half the noise, the sensitivity halved);
+    ``mutants`` returns further ones declared beside the hook (:class:`.audit_cases.Mutant`:
+    errors outside the calibration, such as a filter that never drops a row), and
+    ``audit_limits`` maps a mutant's name to why the audit cannot catch it (shown in the audit
+    table; a mutant not caught without one fails the audit).
 
     Two optional capabilities. ``rdp(problem, epsilon, delta, hyper) -> (Privacy, RdpStatement)``:
     the algorithm may be a base of private selection (:mod:`.private_selection`); given a
@@ -129,6 +134,8 @@ class AlgorithmSpec:
     caveat: str = ""
     description: str = ""
     audit: Callable[[], list] | None = None
+    mutants: Callable[[], list] | None = None
+    audit_limits: Mapping[str, str] = field(default_factory=dict)
     rdp: Callable | None = None
     check: Callable | None = None
     domains: Mapping[str, Any] = field(default_factory=dict)

@@ -60,9 +60,10 @@ from ..privacy import (
     gaussian_delta,
     gaussian_sigma_zhao,
 )
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
-from .audit_cases import canary_audit
+from .audit_worst_case import white_box_audit
 from .base import FitResult, Privacy, draw_rngs
 from .domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from .registry import register
@@ -161,14 +162,25 @@ def _project(w: np.ndarray, radius: float | None) -> None:
             w *= radius / norm
 
 
-@register("bassily-sgd",
+_LIMIT = ("advanced composition (T = 1 costs a factor 2 sqrt(2 ln(2/delta)) ~ 10 at delta = 1e-5) and the "
+          "with-replacement amplification leave one step far below its claim: with half the noise one copy of the row "
+          "is 0.09-DP at delta = 1e-5 (its exact Gaussian profile), so no number of runs can catch it")
+
+
+# White box: one step of a 50-row batch drawn with replacement from 50 rows; the differing row is
+# Huber regression in its linear zone (delta_H = 0.1, target 1, |w| < 0.9), gradient norm L = 0.1.
+_AUDIT = white_box_audit("one step, a row pushing at the Lipschitz bound (white box)", "replace-one", runs=20_000,
+                         n=50, hyper={"max_steps": 1, "batch_size": 50}, loss="huber", norm=1.0, target=1.0,
+                         huber_delta=0.1)
+
+
+@register("bassily-sgd", audit=_AUDIT,
           domains={"batch_size": POSITIVE_INT, "max_steps": optional(POSITIVE_INT), "row_bound": POSITIVE,
                    "radius": optional(POSITIVE), "clip": optional(POSITIVE), "step_size": one_of(*STEP_SIZES),
                    "gaussian": one_of(*GAUSSIANS), "chunk": POSITIVE_INT},
           needs=(finite_epsilon, positive_delta),
           size_bounds=("batch_size",),
-          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000,
-                                             hyper={"max_steps": 200, "batch_size": 10}),
+          audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="BST14 noisy mini-batch SGD (m = 50 with replacement), "
                                      "amplification + advanced composition, step cap")
 def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_size: int = 50,
@@ -210,7 +222,7 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
             if t % chunk == 0:
                 size = min(chunk, T - t)
                 batches = child.integers(n, size=(size, batch_size))
-                noise = child.normal(0.0, sigma, size=(size, p))
+                noise = child.normal(0.0, faults.noise_scale(sigma), size=(size, p))
             g = batch_grad(w, batches[t % chunk])
             g += noise[t % chunk]
             g /= batch_size

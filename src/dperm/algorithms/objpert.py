@@ -63,6 +63,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import solvers
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import (
     check_regulariser,
     check_row_bound,
@@ -74,6 +75,7 @@ from ..privacy.perturbation import (
 )
 from ..privacy.selection import RdpStatement
 from .audit_cases import canary_audit
+from .audit_worst_case import white_box_audit
 from .base import FitResult, Privacy, draw_rngs
 from .domains import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .registry import register, register_variant
@@ -86,7 +88,7 @@ def noise_calibration(zeta: float, epsilon: float, delta: float, adjacency: str 
     σ_b = s·√(8 ln(2/δ) + 4ε)/ε, s = ζ (add/remove) or 2ζ (replace-one)."""
     if adjacency not in ADJACENCIES:
         raise ValueError(f"adjacency must be one of {ADJACENCIES}; got adjacency={adjacency!r}")
-    s = zeta if adjacency == "add-remove" else 2.0 * zeta
+    s = faults.sensitivity(zeta if adjacency == "add-remove" else 2.0 * zeta)  # audit mutants: calibration_faults
     if delta == 0:
         return "gamma-norm", 2.0 * s / epsilon
     return "gaussian", s * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon
@@ -133,11 +135,28 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
     return Privacy(epsilon, 0.0), RdpStatement(epsilon=epsilon, adjacency=hyper.get("adjacency", "replace-one"))
 
 
-@register("objpert",
+def curvature_onset_statistic(W, centres, onset: float = 0.75):
+    """−|w − onset|: large where the released w (one coordinate) sits where D′'s differing row
+    enters the Huberised hinge's curved zone (margin 1 − h = 0.75 for h = 0.25, R = 1). There the
+    density ratio of the two releases has both its parts: the noise's ε/2 (the row's gradient
+    still at full norm) and the Jacobian's ln(1 + λ_H/Δ) = ln(1 + ε/2) (the row's curvature
+    switched on in D′ only); elsewhere only the first (module docstring's argument)."""
+    return -np.abs(np.asarray(W)[:, 0] - onset)
+
+
+# White box (dperm.algorithms.audit_worst_case): opposed rows (replace-one) in the Huberised hinge,
+# h = 0.25, n = 50, μ = 0.01, p = 1. Δ = R²/(hε) = 4 puts the onset of D′'s curved zone inside the
+# region where the gradient term already gives ε/2, so the release there carries about ε/2 +
+# ln(1 + ε/2) ≈ 0.9ε of privacy loss.
+AUDIT = white_box_audit("opposed rows, the release where the differing row's curvature starts (white box)",
+                        "replace-one", delta=0.0, runs=100_000, n=50, l2=0.01, loss="huber-hinge", hinge_h=0.25,
+                        statistic=curvature_onset_statistic)
+
+
+@register("objpert", audit=AUDIT,
           domains={"row_bound": POSITIVE, "adjacency": one_of("replace-one", "add-remove"), "gtol": POSITIVE,
                    "max_iter": POSITIVE_INT, "huber_h": optional(UNIT)},
           needs=(finite_epsilon,),
-          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           rdp=selection_trial,
           description="objective perturbation (Kifer et al. 2012), constants from the "
           "loss at an enforced public row bound, certified L-BFGS solve")

@@ -53,6 +53,7 @@ from ..privacy.perturbation import (
     smooth_surrogate,
 )
 from .audit_cases import canary_audit
+from .audit_worst_case import PUSH_HINGE, cases, recorded_sensitivity, white_box_audit
 from .base import FitResult, Privacy, draw_rngs
 from .domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .dp_sgd.engine import LockstepGLM
@@ -155,8 +156,16 @@ def _fit_outpert_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, passes: 
                "noise_scale": scale, "lipschitz": L, "smoothness": beta, "mu": mu})
 
 
-_AUDIT = canary_audit("replace-one", epsilon=1.0, delta=1e-5, l2=0.1, n=50,
-                      hyper={"passes": 2, "batch_size": 5})
+# White box (dperm.algorithms.audit_worst_case): the differing row in the Huberised hinge's linear
+# zone (L = 1), μ = 0 (constant step: Δ = 2kLη/b, realised exactly: every other row is zero, so
+# nothing contracts), n = 50 in batches of 5, two passes; ε-DP (Gamma-norm, p = 1: Laplace) and
+# (ε, δ) with the analytic Gaussian.
+_AUDIT = cases(
+    white_box_audit("the differing row at the Lipschitz bound in every pass, epsilon-DP (white box)", "replace-one",
+                    delta=0.0, runs=100_000, shift=recorded_sensitivity, n=50, l2=0.0,
+                    hyper={"passes": 2, "batch_size": 5}, **PUSH_HINGE),
+    white_box_audit("the same, analytic Gaussian (white box)", "replace-one", runs=400_000,
+                    shift=recorded_sensitivity, n=50, l2=0.0, hyper={"passes": 2, "batch_size": 5}, **PUSH_HINGE))
 
 
 @register("outpert-sgd",

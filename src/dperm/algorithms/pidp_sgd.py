@@ -52,6 +52,7 @@ from scipy.special import expit, ndtr
 
 from .. import solvers
 from ..losses import MLP, GLMLoss
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import private_target
 from ..privacy.sgd_calibration import calibrate_noise
 from .audit_cases import AuditCase, canary_problems
@@ -240,6 +241,7 @@ def run_chains(problem, targets, rngs, *, steps, rounds, learning_rate, clip, ra
     sigma = np.array([calibrate_noise(Privacy(e1, d1), 1.0 / n, steps, algorithm="pidp-sgd-reference")
                       .noise_multiplier for e1, d1 in zip(eps1, delta1)])
     threshold = np.array([noise_free_threshold(e1, d1, radius) for e1, d1 in zip(eps1, delta1)])
+    sigma_c, sigma = faults.noise_scale(sigma_c), faults.noise_scale(sigma)  # audit mutants: calibration_faults
     theta0 = start_point(problem, start=start, shift=hessian_shift, radius=radius, start_iterations=start_iterations)
     theta = np.repeat(theta0[None], k, axis=0)
     free = np.zeros(k, dtype=np.int64)

@@ -61,12 +61,13 @@ import math
 
 import numpy as np
 
+from ..privacy import calibration_faults as faults
 from ..privacy.selection import RdpStatement, TrialCount, calibrate_trial, selection_epsilon
 
 # Bases this module runs (imported so that the code fingerprint of a selection cell follows the
 # bases' code too; tests/test_private_selection.py checks every base with an rdp capability is here).
 from . import dp_agd, objpert, outpert, privgene  # noqa: F401
-from .audit_cases import AuditCase, canary_problems
+from .audit_cases import AuditCase, Mutant, canary_problems, with_switches
 from .base import FitResult, Privacy, draw_rngs
 from .domains import ANY, FRACTION, POSITIVE, at_least, finite_epsilon, one_of, optional
 from .registry import get_algorithm, register
@@ -163,9 +164,10 @@ def _score_statement(statement: RdpStatement) -> RdpStatement:
 
 
 def _score_noise(statement: RdpStatement, sensitivity: float, rng, size: int) -> np.ndarray:
+    sensitivity = faults.sensitivity(sensitivity)  # the audit's mutants only (calibration_faults)
     if statement.rho is not None:
-        return rng.normal(0.0, sensitivity / math.sqrt(2.0 * statement.rho), size=size)
-    return rng.laplace(0.0, sensitivity / statement.epsilon, size=size)
+        return rng.normal(0.0, faults.noise_scale(sensitivity / math.sqrt(2.0 * statement.rho)), size=size)
+    return rng.laplace(0.0, faults.noise_scale(sensitivity / statement.epsilon), size=size)
 
 
 class _Trials:
@@ -323,12 +325,26 @@ def selection_audit() -> list[AuditCase]:
                       Privacy(1.0, 1e-5), hyper, statistic=lambda W, c=c: np.asarray(W)[:, c], runs=10_000)]
 
 
-@register("private-selection",
+def _mutants():
+    """A selection whose validation score has no noise (a non-private score), charged as the
+    correct selection is."""
+    return [Mutant("noiseless validation score", "trials scored on the validation part without noise",
+                   fit=with_switches("private-selection", noisy_score=False))]
+
+
+_LIMIT = ("the selection's guarantee (Papernot & Steinke's bound for about ten trials, converted from RDP) leaves each "
+          "OutPert trial and its noisy validation score a small fraction of the claim, and the canary reaches either "
+          "only with probability 0.2 or 0.8 per release: with half the noise (or the sensitivities halved, which "
+          "also changes the per-trial budget) the case's privacy loss stays below the claim and no number of runs "
+          "can catch it; the noiseless score (an unbounded leak) is caught on the same case")
+
+
+@register("private-selection", switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
           domains={"base": ANY, "grid": optional(ANY), "base_hyper": optional(ANY), "trials": POSITIVE,
                    "distribution": ANY, "eta": at_least(-1.0), "validation_fraction": FRACTION,
                    "score": one_of(*SCORES), "score_clip": POSITIVE, "split": one_of(*SPLITS)},
           needs=(finite_epsilon,),
-          switches={"noisy_score": True}, audit=selection_audit, check=check_settings,
+          mutants=_mutants, audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="private hyper-parameter selection: random search with a random number of trials "
                       "(Papernot & Steinke 2022), charged to the total (epsilon, delta)")
 def fit_private_selection(problem, privacy: Privacy, rng, draws: int = 1, *, base: str = "dp-agd",

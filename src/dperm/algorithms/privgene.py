@@ -58,7 +58,7 @@ from ..privacy import exponential_mechanism, zcdp_from_dp
 from ..privacy.budget_steps import steps_for_budget
 from ..privacy.selection import RdpStatement
 from ..privacy.validation import check_real
-from .audit_cases import canary_audit
+from .audit_cases import AuditCase
 from .base import FitResult, Privacy, draw_rngs
 from .domains import NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional
 from .dp_sgd.engine import poisson_batch
@@ -282,15 +282,35 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
                                                  adjacency=hyper.get("adjacency", "replace-one"))
 
 
-@register("privgene",
+def one_selection_audit() -> list[AuditCase]:
+    """One selection between w = ±s (p = 1, hinge, C = 10, s = 0.5), whose two scores move
+    apart by the full 2Δu when the differing row's label flips (replace-one: the hinge's slope is
+    ±1 at the parent w = 0): the selection's logit moves by ε_iter = ε (one iteration, basic
+    composition). Eight rows of label −1 on the same feature set the logit near −4ε so that the
+    rarer choice carries the privacy loss (randomised response at its tail); the statistic is the
+    released w."""
+    from ..losses import Hinge
+    from ..problem import Problem
+    from .base import Privacy
+
+    n, m = 20, 8
+    X, y = np.zeros((n, 1)), np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
+    X[:m, 0], y[:m] = 1.0, -1.0
+    X[-1, 0] = 1.0
+    y_d, y_p = y.copy(), y.copy()
+    y_d[-1], y_p[-1] = -1.0, 1.0
+    d, d_prime = Problem(X, y_d, Hinge(), public_n=n), Problem(X, y_p, Hinge(), public_n=n)
+    return [AuditCase("one selection whose two scores move apart by the sensitivity", d, d_prime, Privacy(1.0, 1e-5),
+                      {"iterations": 1, "composition": "best"}, statistic=lambda W: np.asarray(W)[:, 0], runs=250_000)]
+
+
+@register("privgene", rdp=selection_trial, audit=one_selection_audit,
           domains={"iterations": optional(POSITIVE_INT), "c": POSITIVE, "C": optional(POSITIVE),
                    "ridge": optional(NON_NEGATIVE), "initial_scale": POSITIVE, "shrink": UNIT,
                    "feature_bound": POSITIVE, "batch_size": optional(POSITIVE_INT), "sampling": one_of(*SAMPLINGS),
                    "adjacency": one_of(*ADJACENCY_CLAIMS), "composition": one_of(*COMPOSITIONS)},
           needs=(finite_epsilon,),
           size_bounds=("batch_size",),
-          rdp=selection_trial, audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=20_000,
-                                          hyper={"iterations": 2}),
           description="PrivGene (DP-AGD simplification): exponential mechanism over "
                                   "±s·e_j mutations, zCDP composition")
 def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: int | None = None,

@@ -101,7 +101,7 @@ def register_variant(name: str, *, of: str, impl: Callable | None = None,
     they do not apply to the variant). With ``impl`` (published code that differs in kind): its
     keyword-only parameters are the variant's hyper-parameters, and one without a default of its
     own takes ``defaults``' or else the base's, so a shared default is written once. ``private``,
-    ``depends_on_epsilon`` and ``audit`` follow the base unless given; other keywords are
+    ``depends_on_epsilon``, ``audit`` (and with it ``audit_limits``) follow the base unless given; other keywords are
     :class:`AlgorithmSpec` fields (``caveat``, ``dp_as_implemented``, ``description``)."""
     base = ALGORITHMS[of]
     changed, given = dict(switches or {}), dict(defaults or {})
@@ -111,6 +111,8 @@ def register_variant(name: str, *, of: str, impl: Callable | None = None,
     spec.setdefault("needs", base.needs)
     spec.setdefault("size_bounds", base.size_bounds)
     domains = {**base.domains, **spec.pop("domains", {})}  # kept for the variant's own hyper-parameters
+    # the audit's statements about its mutants follow the cases they were made on
+    spec.setdefault("audit_limits", base.audit_limits if spec["audit"] is base.audit else {})
     if impl is None:
         for what, names, allowed in (("switches", changed, base.switches), ("defaults", given, base.defaults),
                                      ("drop", drop, base.defaults)):

@@ -56,9 +56,10 @@ import numpy as np
 
 from ..losses import GLMLoss
 from ..losses.glm import NotSmoothError
+from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import enforce_row_bound
 from ..privacy.validation import check_real
-from .audit_cases import canary_audit
+from .audit_worst_case import white_box_audit
 from .base import FitResult, Privacy, draw_rngs
 from .bassily import lipschitz_bound, noisy_sgd_calibration
 from .domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
@@ -115,13 +116,21 @@ def _example_gradient(problem, L: float):
     return grad
 
 
-@register("rrpsgd",
+_LIMIT = ("Theorem 4's noise covers n^2 rounds (s = 2L sqrt(ln(3n/delta) ln(2/delta))/epsilon per coordinate); "
+          "one round at half of it is still 0.49-DP at delta = 1e-5 even if the differing row were sampled surely, so "
+          "no number of runs can catch it")
+
+
+# White box: one round (max_steps 1: R = 1), the differing row in Huber regression's linear zone.
+@register("rrpsgd", audit=white_box_audit("one round, a row pushing at the Lipschitz bound (white box)", "replace-one",
+                                         runs=20_000, n=50, hyper={"max_steps": 1}, loss="huber", norm=1.0,
+                                         target=1.0, huber_delta=0.1),
           domains={"max_steps": POSITIVE_INT, "noise": one_of(*NOISES), "row_bound": POSITIVE,
                    "clip": optional(POSITIVE), "smoothness": optional(POSITIVE),
                    "initial_loss_bound": optional(POSITIVE), "gaussian": one_of("zhao", "analytic"),
                    "chunk": POSITIVE_INT},
           needs=(finite_epsilon, positive_delta),
-          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, runs=4000, hyper={"max_steps": 100}),
+          audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="Random Round Private SGD (Zhang et al. 2017, Alg. 2), non-convex")
 def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int = 100_000,
                noise: str = "theorem4", row_bound: float = 1.0, clip: float | None = None,
@@ -178,7 +187,7 @@ def fit_rrpsgd(problem, privacy: Privacy, rng, draws: int = 1, *, max_steps: int
             if t % chunk == 0:
                 size = min(chunk, R - t)
                 rows = child.integers(n, size=size)
-                z = child.normal(0.0, s, size=(size, p))
+                z = child.normal(0.0, faults.noise_scale(s), size=(size, p))
             g = example_grad(w, rows[t % chunk])
             g += z[t % chunk]
             if lam:

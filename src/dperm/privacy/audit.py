@@ -22,7 +22,7 @@ import numpy as np
 
 from .validation import check_confidence, check_delta
 
-__all__ = ["AuditResult", "clopper_pearson", "epsilon_lower_bound", "audit_outputs"]
+__all__ = ["AuditResult", "clopper_pearson", "epsilon_lower_bound", "audit_outputs", "runs_to_exceed"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +143,35 @@ def audit_outputs(outputs_d, outputs_dprime, *, events: Callable | Sequence[Call
         if best is None or res.epsilon_lower > best.epsilon_lower:
             best = res
     return best
+
+
+def runs_to_exceed(result: AuditResult, claim: float, runs: int, confidence: float = 0.95,
+                   limit: int = 10**10) -> float:
+    """About how many runs per side (half to choose the event, half to bound it) would take the
+    bound of ``result``'s event past ``claim``, were its frequencies on the test half the true
+    ones: the smallest ``runs``·2^k whose expected counts give ε_LB > ``claim``. ``inf`` when the
+    observed frequencies do not exceed the claim by more than their standard error (then there
+    is no evidence that any number of runs would, for this event) or when more than ``limit``
+    would be needed. An extrapolation, for the audit
+    table's "runs needed" column, not a bound."""
+    f_d, f_p = result.count_d / result.n_d, result.count_dprime / result.n_dprime
+    num, den = {"D>D'": (f_d, f_p), "D'>D": (f_p, f_d), "D>D' (complement)": (1 - f_d, 1 - f_p),
+                "D'>D (complement)": (1 - f_p, 1 - f_d)}[result.direction]
+    if num - result.delta <= 0:
+        return math.inf
+    if den > 0:
+        # the observed log-ratio less one standard error (delta method) must pass the claim: an
+        # excess within the sampling noise is no evidence that more runs would ever do it
+        k_num, k_den = num * result.n_d, den * result.n_dprime
+        spread = math.sqrt(1.0 / max(k_num, 1.0) + 1.0 / max(k_den, 1.0))
+        if math.log((num - result.delta) / den) - spread <= claim:
+            return math.inf
+    n = max(int(runs), 2)
+    while n <= limit:
+        half = n // 2
+        res = epsilon_lower_bound(int(round(f_d * half)), half, int(round(f_p * half)), half,
+                                  delta=result.delta, confidence=confidence)
+        if res.epsilon_lower > claim:
+            return float(n)
+        n *= 2
+    return math.inf

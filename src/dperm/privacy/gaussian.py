@@ -27,6 +27,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
+from . import calibration_faults as faults
 from .validation import check_delta, check_epsilon, check_rng, check_sensitivity, check_sigma
 
 __all__ = [
@@ -78,7 +79,7 @@ def gaussian_sigma_classical(epsilon, delta, sensitivity=1.0) -> float:
             + _ALTERNATIVES
         )
     d = check_delta(delta)
-    return check_sensitivity(sensitivity) * math.sqrt(2.0 * math.log(1.25 / d)) / eps
+    return faults.sensitivity(check_sensitivity(sensitivity)) * math.sqrt(2.0 * math.log(1.25 / d)) / eps
 
 
 def gaussian_sigma_zhang(epsilon, delta, sensitivity=1.0) -> float:
@@ -95,7 +96,7 @@ def gaussian_sigma_zhang(epsilon, delta, sensitivity=1.0) -> float:
             + _ALTERNATIVES
         )
     d = check_delta(delta)
-    return check_sensitivity(sensitivity) * math.sqrt(2.0 * math.log(2.0 / d)) / eps
+    return faults.sensitivity(check_sensitivity(sensitivity)) * math.sqrt(2.0 * math.log(2.0 / d)) / eps
 
 
 def gaussian_sigma_zhao(epsilon, delta, sensitivity=1.0) -> float:
@@ -109,7 +110,7 @@ def gaussian_sigma_zhao(epsilon, delta, sensitivity=1.0) -> float:
     """
     eps = check_epsilon(epsilon)
     d = check_delta(delta)
-    sens = check_sensitivity(sensitivity)
+    sens = faults.sensitivity(check_sensitivity(sensitivity))
     # √(16δ+1) − 1 = 16δ / (√(16δ+1) + 1): no cancellation for tiny δ.
     c = math.sqrt(math.log(2.0 * (math.sqrt(16.0 * d + 1.0) + 1.0) / (16.0 * d)))
     return (c + math.sqrt(c * c + eps)) * sens / (math.sqrt(2.0) * eps)
@@ -124,7 +125,7 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity=1.0, *, rtol: float = 1e
     """
     eps = check_epsilon(epsilon)
     d = check_delta(delta)
-    sens = check_sensitivity(sensitivity)
+    sens = faults.sensitivity(check_sensitivity(sensitivity))
     log_d = math.log(d)
 
     def excess(log_sigma: float) -> float:  # > 0 while σ is too small
@@ -153,5 +154,5 @@ def gaussian_noise(*, sigma, rng: np.random.Generator, size=None):
     when σ comes from one of the calibrations above, and Δ²/(2σ²)-zCDP for any σ
     (:func:`dperm.privacy.zcdp.gaussian_sigma_for_zcdp`).
     """
-    sig = check_sigma(sigma)
+    sig = faults.noise_scale(check_sigma(sigma))
     return check_rng(rng).normal(0.0, sig, size=size)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import calibration_faults as faults
 from .validation import check_epsilon, check_rng, check_sensitivity
 
-__all__ = ["laplace_scale", "laplace_noise", "l2_laplace_noise"]
+__all__ = ["laplace_scale", "laplace_noise", "l2_laplace_noise", "l2_laplace_draw"]
 
 
 def laplace_scale(sensitivity, epsilon) -> float:
     """Scale b = Δ₁/ε of the Laplace mechanism (Dwork et al. 2006; Dwork & Roth Thm 3.6)."""
-    return check_sensitivity(sensitivity) / check_epsilon(epsilon)
+    return faults.sensitivity(check_sensitivity(sensitivity)) / check_epsilon(epsilon)
 
 
 def laplace_noise(*, sensitivity, epsilon, rng: np.random.Generator, size=None):
@@ -20,7 +21,7 @@ def laplace_noise(*, sensitivity, epsilon, rng: np.random.Generator, size=None):
     Adjacency: any, with Δ₁ = sup ‖f(D) − f(D')‖₁ over neighbours under it.
     Guarantee: f(D) + noise is ε-DP (Dwork & Roth 2014, Thm 3.6), hence ε²/2-zCDP.
     """
-    b = laplace_scale(sensitivity, epsilon)
+    b = faults.noise_scale(laplace_scale(sensitivity, epsilon))
     return check_rng(rng).laplace(0.0, b, size=size)
 
 
@@ -36,8 +37,15 @@ def l2_laplace_noise(*, sensitivity, epsilon, rng: np.random.Generator, size):
     exp(ε(‖z − f(D')‖ − ‖z − f(D)‖)/Δ₂) ≤ exp(ε) by the triangle inequality
     (Chaudhuri et al. 2011; Zhang et al. 2017, Alg. 1; Lowy & Razaviyayn, eq. (4)).
     """
-    b = check_sensitivity(sensitivity) / check_epsilon(epsilon)
-    check_rng(rng)
+    b = faults.sensitivity(check_sensitivity(sensitivity)) / check_epsilon(epsilon)
+    return l2_laplace_draw(b, check_rng(rng), size)
+
+
+def l2_laplace_draw(scale: float, rng: np.random.Generator, size):
+    """The draw of :func:`l2_laplace_noise` for a scale b = Δ₂/ε already calibrated (density ∝
+    exp(−‖z‖/b)); the noise factor of :mod:`.calibration_faults` applies here, the sensitivity
+    factor where b was calibrated."""
+    b = faults.noise_scale(scale)
     shape = (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
     if len(shape) == 0 or shape[-1] < 1 or min(shape) < 0:
         raise ValueError(f"size must end with the dimension p >= 1; got size={size!r}")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import calibration_faults as faults
 from .validation import check_epsilon, check_rng, check_sensitivity
 
 __all__ = [
@@ -49,7 +50,7 @@ _NOISES = ("exponential", "laplace", "gumbel")
 def noisy_max_scale(sensitivity, epsilon, *, monotone: bool) -> float:
     """Noise scale b for an ε-DP noisy max (ε-bounded-range with Gumbel noise): Δ/ε for
     monotone scores, 2Δ/ε in general."""
-    b = check_sensitivity(sensitivity) / check_epsilon(epsilon)
+    b = faults.sensitivity(check_sensitivity(sensitivity)) / check_epsilon(epsilon)
     return b if monotone else 2.0 * b
 
 
@@ -64,6 +65,7 @@ def _scores(scores) -> np.ndarray:
 
 
 def _noise(noise: str, b: float, shape, rng: np.random.Generator) -> np.ndarray:
+    b = faults.noise_scale(b)
     if noise == "exponential":
         return rng.exponential(b, size=shape)
     if noise == "laplace":
@@ -110,5 +112,5 @@ def report_noisy_min_reference(scores, *, sensitivity, epsilon, rng: np.random.G
     docs/deviations.md#dp-agd-noisymin-noise).
     """
     s = _scores(scores)
-    b = check_sensitivity(sensitivity) / check_epsilon(epsilon)
+    b = faults.noise_scale(faults.sensitivity(check_sensitivity(sensitivity)) / check_epsilon(epsilon))
     return np.argmin(s + check_rng(rng).exponential(b, size=s.shape), axis=-1)

@@ -18,8 +18,9 @@ import math
 import numpy as np
 
 from ..problem import Problem
+from . import calibration_faults as faults
 from .gaussian import gaussian_sigma_analytic, gaussian_sigma_zhang, gaussian_sigma_zhao
-from .laplace import l2_laplace_noise
+from .laplace import l2_laplace_draw
 
 
 def check_row_bound(row_bound) -> float:
@@ -113,8 +114,8 @@ def draw_noise(kind: str, scale: float, p: int, rng: np.random.Generator) -> np.
     """One noise vector of length p: ``kind`` "gamma-norm" has density ∝ exp(−‖z‖/scale)
     (norm ~ Gamma(p, scale), so E‖z‖ = p·scale); any other kind is N(0, scale²·I)."""
     if kind == "gamma-norm":
-        return l2_laplace_noise(sensitivity=scale, epsilon=1.0, rng=rng, size=p)
-    return rng.normal(0.0, scale, size=p)
+        return l2_laplace_draw(scale, rng, p)
+    return rng.normal(0.0, faults.noise_scale(scale), size=p)  # the audit's noise factor: calibration_faults
 
 
 GAUSSIANS = ("auto", "zhang", "zhao", "analytic")
@@ -129,7 +130,7 @@ def noise_calibration(sensitivity: float, epsilon: float, delta: float, gaussian
     if gaussian not in GAUSSIANS:
         raise ValueError(f"gaussian must be one of {GAUSSIANS}; got gaussian={gaussian!r}")
     if delta == 0:
-        return "gamma-norm", sensitivity / epsilon, []
+        return "gamma-norm", faults.sensitivity(sensitivity) / epsilon, []
     notes = []
     if gaussian == "auto":
         gaussian = "zhang" if epsilon <= 1.0 else "zhao"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from . import calibration_faults as faults
 from .validation import check_delta, check_epsilon, check_rho, check_sensitivity, check_sigma
 
 __all__ = [
@@ -35,7 +36,7 @@ def gaussian_sigma_for_zcdp(rho, sensitivity=1.0) -> float:
     """σ = Δ/√(2ρ): the noise std making the Gaussian mechanism exactly ρ-zCDP (inverse of
     :func:`zcdp_of_gaussian`; Lee & Kifer 2018, §4: N(0, Δ²/(2ρ)))."""
     r = check_rho(rho, allow_zero=False)
-    return check_sensitivity(sensitivity) / math.sqrt(2.0 * r)
+    return faults.sensitivity(check_sensitivity(sensitivity)) / math.sqrt(2.0 * r)
 
 
 def zcdp_of_pure_dp(epsilon) -> float:

@@ -127,9 +127,21 @@ def labels(summaries: pd.DataFrame) -> pd.DataFrame:
 
 
 def audit_for(audit: pd.DataFrame, algorithms: set[str]) -> pd.DataFrame:
-    """Rows of the audit table for subjects that run any of ``algorithms``."""
+    """Rows of the audit table for subjects that run any of ``algorithms``, each with the mutation
+    score of the algorithm it audits (its mutants caught / its distinct mutants: how much a pass
+    of that algorithm is worth, dperm.report.audit)."""
+    from .audit import mutation_score, mutation_table
+
     runs = audit["algorithms"].fillna("").map(lambda s: bool(set(s.split(";")) & algorithms))
-    return audit.loc[runs, ["subject", "kind", "case", "epsilon_claimed", "epsilon_lower", "verdict"]]
+    shown = audit.loc[runs, ["subject", "kind", "case", "epsilon_claimed", "epsilon_lower", "verdict"]].copy()
+    if "mutant" in audit:
+        mutations = mutation_table(audit)
+        scores = {}
+        for name in {a.split(";")[0] for a in audit.loc[runs, "algorithms"].fillna("")}:
+            caught, total = mutation_score(mutations[mutations["algorithm"] == name])
+            scores[name] = f"{caught}/{total}" if total else ""
+        shown["mutants caught"] = audit.loc[runs, "algorithms"].fillna("").map(lambda a: scores[a.split(";")[0]])
+    return shown
 
 
 @dataclass

@@ -28,7 +28,8 @@ import numpy as np
 
 from ...losses import RobustLogistic
 from ...problem import Problem
-from ..audit_cases import canary_audit
+from ..audit_cases import SENSITIVITY_QUARTERED, Mutant, l2_laplace_statistic
+from ..audit_worst_case import recorded_sensitivity, white_box_audit
 from ..base import FitResult, Privacy
 from ..domains import FRACTION, NON_NEGATIVE, POSITIVE, finite_epsilon, one_of
 from ..registry import register, register_variant
@@ -72,11 +73,30 @@ def fit_adv_settings(problem, privacies, rngs, draws: int = 1, *, radius: float 
                                  "Razaviyayn Alg. 5, Prop. 2.2 with L = R_x + r)")
 
 
-@register("adv",
+def _background(n: int = 50, m: int = 49):
+    """m rows (e₁, 1) that pull the minimiser away from the robust loss's kink at w = 0."""
+    X, y = np.zeros((n, 2)), np.arange(n) % 2.0
+    X[:m, 0], y[:m] = 1.0, 1.0
+    return X, y
+
+
+_LIMIT = ("the logistic loss bounds the gradients of two rows at one point to differ by about R_x + r, not the "
+          "2(R_x + r) the replace-one sensitivity allows (phi'(z, 1) - phi'(z, 0) = -1 for every z); the audit's "
+          "label flip moves the release by 0.42 of it, so half the noise stays within the claim there and no number of "
+          "runs can catch it; the quartered sensitivity and the noiseless release are caught on the same case")
+
+
+# White box (dperm.algorithms.audit_worst_case): 49 rows on e₁ hold the minimiser off the kink;
+# the differing row is (e₂, label flipped); μ = 0.3, r = 0.1, p = 2 (the LLR of the ℓ2-Laplace).
+@register("adv", settings=fit_adv_settings, switches={"private_release": True},
           domains={"radius": NON_NEGATIVE, "row_bound": POSITIVE, "gaussian": one_of(*bb.GAUSSIANS), "slack": FRACTION},
           needs=(finite_epsilon,),
-          settings=fit_adv_settings, switches={"private_release": True},
-          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.1, hyper={"radius": 0.1}),
+          mutants=lambda: [Mutant("no noise", "the certified minimiser released without noise", noise=0.0),
+                           SENSITIVITY_QUARTERED],
+          audit=white_box_audit("the label of a row off the kink flipped (white box)", "replace-one", delta=0.0,
+                                runs=100_000, shift=recorded_sensitivity, n=50, p=2, l2=0.3, loss="logistic",
+                                background=_background(), statistic=l2_laplace_statistic, hyper={"radius": 0.1}),
+          audit_limits={"half noise": _LIMIT, "sensitivity halved": _LIMIT},
           description="private adversarially robust logistic regression (Lowy & Razaviyayn 5.2): certified "
                       "minimiser of the closed-form robust loss + noise for 2(R_x + r)/(mu n)")
 def fit_adv(problem, privacy: Privacy, rng, draws: int = 1, *, radius: float = 0.1, row_bound: float = 1.0,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 
-from ..audit_cases import canary_audit
+from ..audit_worst_case import PUSH_HINGE, cases, recorded_sensitivity, white_box_audit
 from ..base import Privacy
 from ..domains import FRACTION, POSITIVE, finite_epsilon, one_of, optional
 from ..registry import register
@@ -78,12 +78,18 @@ def fit_outpert_exact_settings(problem, privacies, rngs, draws: int = 1, *, row_
     return out
 
 
-@register("outpert-exact",
+@register("outpert-exact", settings=fit_outpert_exact_settings,
           domains={"row_bound": POSITIVE, "radius": optional(POSITIVE), "gaussian": one_of(*bb.GAUSSIANS),
                    "slack": FRACTION},
           needs=(finite_epsilon,),
-          settings=fit_outpert_exact_settings,
-          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.1, runs=2000),
+          # White box (dperm.algorithms.audit_worst_case): opposed rows in the Huberised hinge's
+          # linear zone (L = 1), μ = 0.1, n = 50: the minimisers move by 2L/(μn) = Δ_F exactly;
+          # Gamma-norm (p = 1: Laplace) and the analytic Gaussian.
+          audit=cases(white_box_audit("minimisers 2L/(mu n) apart, epsilon-DP (white box)", "replace-one", delta=0.0,
+                                      runs=100_000, shift=recorded_sensitivity, n=50, l2=0.1, **PUSH_HINGE),
+                      white_box_audit("the same, analytic Gaussian (white box)", "replace-one", runs=400_000,
+                                      shift=recorded_sensitivity, n=50, l2=0.1, hyper={"gaussian": "analytic"},
+                                      **PUSH_HINGE)),
           description="Lowy & Razaviyayn's conceptual output perturbation: certified minimiser + noise for "
                       "2L/(mu n) (Gamma-norm for eps-DP, Zhao et al.'s Gaussian for (eps, delta))")
 def fit_outpert_exact(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,

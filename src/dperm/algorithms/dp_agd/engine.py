@@ -17,6 +17,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ...privacy import bounded_range_epsilon_for_zcdp, noisy_max_scale, pure_dp_epsilon_for_zcdp, zcdp_from_dp
+from ...privacy import calibration_faults as faults
 from ..base import Privacy
 from ..dp_sgd.engine import poisson_batch
 from .primitives import CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores, grad_avg
@@ -142,6 +143,9 @@ class _Config:
         with np.errstate(divide="ignore"):
             bound = self.grad_clip / problem.row_norms
         self.limit = np.stack([-bound, bound])  # clipping φ' to ±C_grad/‖x_i‖ clips the gradient
+        # the audit's mutants only (privacy.calibration_faults): both noises are drawn by hand below
+        self.grad_sens = faults.noise_scale(faults.sensitivity(self.grad_sens))
+        self.scale = faults.noise_scale(self.scale)
         self.settings = {"rho_budget": self.rho_total, "rho_nmax": self.rho_nmax,
                          "rho_ng_initial": self.rho_ng, "grad_sensitivity": self.grad_sens,
                          "noisy_min_scale": self.scale}

@@ -31,16 +31,36 @@ import math
 
 import numpy as np
 
+from ...privacy import calibration_faults as faults
 from ...privacy.perturbation import private_target
 from .. import dp_sgd  # noqa: F401  (the base must be registered first)
-from ..audit_cases import AuditCase, canary_problems
+from ..audit_cases import AuditCase, canary_problems, projection_statistic
+from ..audit_worst_case import PUSH_AT_CLIP, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, positive_delta
 from ..registry import register_variant
 from .smoothing import laplacian_smoother, parameter_blocks
 
+
+def unsmoothed_projection(W, centres, sigma: float = 1.0):
+    """The white-box statistic of a smoothed release: A_σ applied to the weights (one tensor of
+    length p) undoes A_σ⁻¹, so the noise is isotropic again and :func:`projection_statistic` is the
+    likelihood ratio (A_σ is public and invertible: post-processing both ways)."""
+    from .smoothing import smoothing_matrix
+
+    A = smoothing_matrix(np.shape(W)[1], sigma)
+    return projection_statistic(np.asarray(W) @ A.T, tuple(A @ np.asarray(c) for c in centres))
+
+
+# One full-batch step on two coordinates (the smoothing mixes them), the row pushing coordinate 1 at
+# the full clip; read through A_σ (σ_LS = 1, the default).
+# shift: ηC/n·‖A_σ⁻¹e₁‖ = (1/50)·√(0.4² + 0.6²) for σ_LS = 1 on two coordinates
+AUDIT = white_box_audit("one full-batch step, smoothed, a row pushing at the full clip (white box)", "add-remove",
+                        runs=400_000, shift=2 * math.hypot(0.4, 0.6) / 50, n=50, p=2, statistic=unsmoothed_projection,
+                        hyper={"epochs": 1.0, "batch_size": 50, "clip": 1.0, "learning_rate": 1.0}, **PUSH_AT_CLIP)
+
 register_variant("dp-lssgd", of="dp-sgd", variant="correct", switches={"name": "dp-lssgd"},
-                 defaults={"smoothing": 1.0},
+                 defaults={"smoothing": 1.0}, audit=AUDIT,
                  description="DP-LSSGD (Wang et al. 2019): DP-SGD with its noisy gradient smoothed by the "
                              "inverse periodic Laplacian A_sigma^-1 per parameter tensor; DP-SGD's accountant")
 
@@ -81,7 +101,7 @@ def fit_dp_lssgd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ep
                     norm = float(np.linalg.norm(g[b]))
                     if norm > clip:
                         g[b] *= clip / norm
-                g += nu * child.standard_normal(problem.p)
+                g += faults.noise_scale(nu) * child.standard_normal(problem.p)
                 step = smooth(g[None])[0]
                 w *= decay
                 w -= learning_rate * step
@@ -95,11 +115,12 @@ def fit_dp_lssgd_reference(problem, privacy: Privacy, rng, draws: int = 1, *, ep
 
 
 def _reference_audit() -> list[AuditCase]:
-    """The flaw: a canary (swapped in for one row) whose gradient is 100 times the clip, in one
-    full batch of b = 40 rows. Clipping the batch mean lets it move the mean by C rather than
-    2C/b, while ν assumes the latter (ν here sized for the one step run: the clipping flaw
-    alone); every other row has a zero gradient, so w_c is the canary's push alone."""
-    d, d_prime, c = canary_problems("replace-one", n=40, p=3, norm=200.0)
+    """The flaw: a canary whose gradient is 100 times the clip joins a full batch of b = 40 rows
+    (add/remove, the adjacency the variant's releases record; it lands in the first batch with
+    probability 40/41). Clipping the batch mean lets it move the mean by C rather than C/b, while
+    ν assumes the latter (ν here sized for the steps run: the clipping flaw alone); every other
+    row has a zero gradient, so w_c is the canary's push alone."""
+    d, d_prime, c = canary_problems("add-remove", n=40, p=3, norm=200.0)
     hyper = {"epochs": 1.0, "batch_size": 40, "clip": 1.0, "learning_rate": 1.0, "smoothing": 0.0,
              "noise_fraction": 1.0}
     return [AuditCase(name="canary with 100x the clip norm: batch-mean clipping", d=d, d_prime=d_prime,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 
 from ...privacy.sgd_calibration import ACCOUNTANTS, calibrate_noise
-from ..audit_cases import canary_audit
+from ..audit_worst_case import PUSH_AT_CLIP, cases, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import (
     NON_NEGATIVE,
@@ -58,15 +58,24 @@ def check_sgd_hyper(n: int, batch_size, clip, learning_rate, epochs) -> None:
         raise ValueError(f"clip, learning_rate and epochs must be > 0; got {clip!r}, {learning_rate!r}, {epochs!r}")
 
 
-@register("dp-sgd",
+# White-box audit (dperm.algorithms.audit_worst_case): one full-batch step is a Gaussian mechanism
+# on a row pushing at the full clip (η = 1, C = 1, n = 50: the release moves by ηC/n); ten
+# Poisson steps at q = 0.2 exercise the sampler (each step moves it by ηC/(qn) when the row is in).
+AUDIT = cases(
+    white_box_audit("one full-batch step, a row pushing at the full clip (white box)", "add-remove", runs=400_000,
+                    shift=2 * 1.0 / 50, n=50, hyper={"epochs": 1.0, "batch_size": 50, "clip": 1.0,
+                                                     "learning_rate": 1.0}, **PUSH_AT_CLIP),
+    white_box_audit("ten Poisson steps at q = 0.2, the same row (white box, last iterate)", "add-remove",
+                    runs=50_000, shift=2 * 10 * 1.0 / 10, n=50,
+                    hyper={"epochs": 2.0, "batch_size": 10, "clip": 1.0, "learning_rate": 1.0}, **PUSH_AT_CLIP))
+
+
+@register("dp-sgd", switches={"name": "dp-sgd"}, audit=AUDIT,
           domains={"epochs": POSITIVE, "batch_size": POSITIVE_INT, "clip": POSITIVE, "learning_rate": POSITIVE,
                    "noise_multiplier": optional(POSITIVE), "accountant": one_of(*sorted(ACCOUNTANTS)),
                    "smoothing": NON_NEGATIVE},
           needs=(unless_given("noise_multiplier", finite_epsilon), positive_delta),
           size_bounds=("batch_size",),
-          switches={"name": "dp-sgd"},
-          audit=canary_audit("add-remove", epsilon=1.0, delta=1e-5, runs=4000,
-                             hyper={"epochs": 2.0, "batch_size": 25}),
           description="DP-SGD, Poisson sampling, per-example clipping, RDP or PLD accounting")
 def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float = 5.0,
                batch_size: int = 256, clip: float = 1.0, learning_rate: float = 0.5,

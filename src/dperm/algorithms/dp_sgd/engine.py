@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...losses import GLMLoss
+from ...privacy import calibration_faults as faults
 
 #: target number of sampled indices per draw and block of steps (sets ``chunk`` from the width)
 _CHUNK_ELEMENTS = 1 << 16
@@ -208,6 +209,7 @@ def run_noisy_sgd(problem, rngs, steps: int, sampler, *, clip: float, noise_std:
     """
     if not clip > 0:
         raise ValueError(f"clip must be positive, got {clip!r}")
+    noise_std = faults.noise_scale(noise_std)  # the audit's mutants only (privacy.calibration_faults)
     rngs = list(rngs)
     p, draws = problem.p, len(rngs)
     chunk = chunk_steps(sampler) if chunk is None else int(chunk)

@@ -25,7 +25,7 @@ of multiplier σ/(Δ√T)), so it needs the least noise. The notes' typos: docs/
 
 from __future__ import annotations
 
-from ..audit_cases import canary_audit
+from ..audit_worst_case import PUSH_AT_CLIP, cases, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register
@@ -47,15 +47,25 @@ def dp_gd_sigma(epsilon: float, delta: float, steps: int, n: int, lipschitz: flo
     return gd_sigma_accountant(epsilon, delta, steps, n, lipschitz, accountant)
 
 
-@register("dp-gd-lecture",
+# White box (dperm.algorithms.audit_worst_case): the differing row pushes at the full clip L = 1,
+# replace-one, n = 50, η = 1, so each step moves the release by 2L/n. One step calibrated by the
+# PLD (exact for a Gaussian: the case that shows the calibration), five by the notes' own bound.
+AUDIT = cases(
+    white_box_audit("one step, PLD calibration, a row pushing at the full clip (white box)", "replace-one",
+                    runs=400_000, shift=2 * 1.0 / 50, n=50,
+                    hyper={"steps": 1, "learning_rate": 1.0, "accountant": "pld"},
+                    **PUSH_AT_CLIP),
+    white_box_audit("five steps, the notes' calibration (Lemma 15.1), the same row (white box)", "replace-one",
+                    runs=50_000, shift=5 * 2 * 1.0 / 50, n=50, hyper={"steps": 5, "learning_rate": 1.0},
+                    **PUSH_AT_CLIP))
+
+
+@register("dp-gd-lecture", description="projected noisy full-batch GD of Wang's notes (Lemma 15.1), "
+                                       "replace-one; notes, RDP or PLD calibration", audit=AUDIT,
           domains={"steps": POSITIVE_INT, "learning_rate": POSITIVE, "clip": POSITIVE, "radius": optional(POSITIVE),
                    "step_size": one_of(*STEP_SIZES), "output": one_of(*OUTPUTS),
                    "accountant": one_of(*sorted(ACCOUNTING))},
-          needs=(finite_epsilon, positive_delta),
-          description="projected noisy full-batch GD of Wang's notes (Lemma 15.1), "
-                                       "replace-one; notes, RDP or PLD calibration",
-          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5, hyper={"steps": 5, "learning_rate": 1.0},
-                             runs=2000))
+          needs=(finite_epsilon, positive_delta))
 def fit_dp_gd_lecture(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 100,
                       learning_rate: float = 1.0, clip: float = 1.0, radius: float | None = None,
                       step_size: str = "constant", output: str = "last", accountant: str = "notes"):

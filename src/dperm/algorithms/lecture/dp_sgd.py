@@ -31,7 +31,7 @@ and its replace-one Poisson pair does not bound this sampler (docs/privacy.md#ti
 
 from __future__ import annotations
 
-from ..audit_cases import canary_audit
+from ..audit_worst_case import PUSH_AT_CLIP, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register
@@ -72,8 +72,12 @@ def dp_sgd_lecture_sigma(epsilon: float, delta: float, steps: int, n: int, lipsc
           needs=(finite_epsilon, positive_delta),
           description="projected noisy one-example SGD of Wang's notes (Lemma 15.5), "
                                         "replace-one; notes or RDP calibration",
-          audit=canary_audit("replace-one", epsilon=1.0, delta=1e-5,
-                             hyper={"steps": 100, "step_size": "constant", "learning_rate": 0.5}, runs=2000))
+          # White box: one step on one row (n = 1: the sampled row is the differing one), RDP
+          # calibration; the row pushes at the full clip (replace-one: 2L per step, η = 0.5).
+          audit=white_box_audit("one step on one row, RDP calibration, pushing at the full clip (white box)",
+                                "replace-one", runs=300_000, shift=2 * 1.0 * 0.5, n=1, **PUSH_AT_CLIP,
+                                hyper={"steps": 1, "learning_rate": 0.5, "accountant": "rdp", "radius": None,
+                                       "step_size": "constant"}))
 def fit_dp_sgd_lecture(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int | None = None,
                        steps_rule: str = "n2", learning_rate: float = 0.1, clip: float = 1.0,
                        radius: float | None = 1.0, step_size: str = "convex", output: str = "last",

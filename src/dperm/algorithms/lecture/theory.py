@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ...privacy import advanced_composition, advanced_composition_split, gaussian_sigma_classical, smallest_noise
+from ...privacy import calibration_faults as faults
 from ...privacy.pld import epsilon_sampled_gaussian_wor
 from ...privacy.sgd_calibration import calibrate_noise_multiplier
 
@@ -139,6 +140,7 @@ def run_projected(problem, rngs, steps: int, *, batch: str, sigma: float, clip: 
 
     if not isinstance(problem.loss, GLMLoss):
         raise ValueError(f"the projected noisy (S)GD of the notes runs GLM losses only; got {problem.loss!r}")
+    sigma = faults.noise_scale(sigma)  # the audit's mutants only (privacy.calibration_faults)
     n, p, lam, loss = problem.n, problem.p, problem.l2, problem.loss
     X, y = problem.X, problem.y
     with np.errstate(divide="ignore"):

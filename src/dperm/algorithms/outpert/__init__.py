@@ -56,6 +56,7 @@ from ...privacy.perturbation import (
 )
 from ...privacy.selection import RdpStatement
 from ..audit_cases import canary_audit
+from ..audit_worst_case import PUSH_HINGE, recorded_sensitivity, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register, register_variant
@@ -187,13 +188,18 @@ def selection_trial(problem, epsilon: float, delta: float, hyper: dict):
     return privacy, RdpStatement(rho=1.0 / (2.0 * scale * scale), adjacency="replace-one")
 
 
-@register("outpert-gd",
+# White box (dperm.algorithms.audit_worst_case): the differing row in the Huberised hinge's linear
+# zone (L = 1), μ = 0 (Lemma 2), n = 200 so that w_T stays in the zone; p = 1, where the Gamma-norm
+# noise is Laplace. GD moves w_T by 2LTη/n, two thirds of Lemma 2's 3LTη/n.
+AUDIT = white_box_audit("the differing row at the Lipschitz bound through every step (white box)", "replace-one",
+                        delta=0.0, runs=100_000, shift=recorded_sensitivity, n=200, l2=0.0, **PUSH_HINGE)
+
+
+@register("outpert-gd", switches={"name": "outpert-gd"}, rdp=selection_trial, audit=AUDIT,
           domains={"row_bound": POSITIVE, "solution_bound": POSITIVE, "steps": optional(POSITIVE_INT),
                    "learning_rate": optional(POSITIVE), "lemma": one_of(*theory.LEMMAS),
                    "gaussian": one_of(*GAUSSIANS), "huber_h": optional(UNIT)},
           needs=(finite_epsilon,),
-          switches={"name": "outpert-gd"}, rdp=selection_trial,
-          audit=canary_audit("replace-one", epsilon=1.0, delta=0.0, l2=0.01, runs=20_000),
           description="Zhang et al. 2017 Alg. 1: GD for T steps, output perturbation; "
           "Theorem 2/3 schedule, public row bound enforced")
 def fit_outpert_gd(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: float = 1.0,
