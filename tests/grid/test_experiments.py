@@ -103,7 +103,7 @@ def test_a_swept_value_of_zero_is_its_own_cell_and_repeats_are_refused(tmp_path)
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c["algorithms"].update({"dp-sdg": {}}), "unknown algorithm 'dp-sdg'; known algorithms:"),
-    (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['accountant', 'batch_size'"),
+    (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['accountant', 'adjacency', 'batch_size'"),
     (lambda c: c["experiments"]["e"]["models"].append("svm"), r"experiments.e.models: \['svm'\] are not defined in the paper's 'models' section"),
     (lambda c: c["experiments"]["e"]["datasets"].append("mnist"), r"experiments.e.datasets\[1\]: 'mnist' is not allowed; allowed: \['adult'"),
     (lambda c: c["experiments"]["e"]["protocol"].update({"kind": "loo"}), "experiments.e.protocol.kind: 'loo' is not allowed; allowed: \\['kfold', 'holdout', 'full'\\]"),
