@@ -58,6 +58,32 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
         ex.apply_tuning(untuned, None)
 
 
+def test_a_key_tuned_as_another_runs_with_that_keys_choices(tmp_path):
+    """``tuned_as``: a control runs with the hyper-parameters the tuning run chose for another key
+    (and is not tuned itself); naming an untuned key, or giving the key a grid too, is refused."""
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["algorithms"]["dp-sgd-long"]["tuned_as"] = "dp-sgd"
+    config["tuning"] = {"experiments": ["e"], "protocol": {"kind": "kfold"},
+                        "hyper": [{"algorithm": "dp-sgd", "grid": {"epochs": [1, 7]}, "epsilons": [1]}]}
+    paper = _load(tmp_path, config)
+    alias = ex.cell_spec(paper, ex.cells(paper)[-1], seed=3)
+    assert alias["cell_algorithm"] == "dp-sgd-long" and "tuned_as" not in alias["hyper"]
+    assert alias["tuned"] == {"l2": False, "hyper": True, "key": "dp-sgd", "profile": "default"}
+    tuned = {"wine": {"default": {"lr": {"hyper": {"dp-sgd": {"epochs": 7}}}}}}
+    spec = ex.apply_tuning(alias, tuned)
+    assert spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
+    bad = copy.deepcopy(config)
+    bad["algorithms"]["dp-sgd-long"]["tuned_as"] = "nonprivate"
+    with pytest.raises(Exception, match="is not a key the tuning run tunes"):
+        _load(tmp_path, bad)
+    twice = copy.deepcopy(config)
+    twice["tuning"]["hyper"].append({"algorithm": "dp-sgd-long", "grid": {"epochs": [2]}, "epsilons": [1]})
+    with pytest.raises(Exception, match="has no grid of its own"):
+        _load(tmp_path, twice)
+
+
 def test_values_derived_from_the_data_mark_their_cells_non_private(tmp_path):
     import copy
 

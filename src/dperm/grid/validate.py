@@ -121,6 +121,19 @@ def _check_paper(paper: Paper, where: str) -> None:
                                                 f"{sorted(paper.algorithms)}")
             check_hyper(paper, block.algorithm, {k: v[0] for k, v in block.grid.items()},
                         f"{where}: tuning.hyper[{block.algorithm}]")
+    for key, block in paper.algorithms.items():
+        source = block.get("tuned_as")
+        if source is None:
+            continue
+        grid = tuning.hyper_for(source) if tuning else None
+        if grid is None:
+            tuned = [b.algorithm for b in tuning.hyper] if tuning else []
+            _fail(f"{where}: algorithms.{key}.tuned_as", f"{source!r} is not a key the tuning run tunes "
+                                                         f"(tuning.hyper); tuned: {tuned}")
+        if tuning.hyper_for(key) is not None:
+            _fail(f"{where}: algorithms.{key}.tuned_as", "a key with tuned_as takes another key's choices and has no "
+                                                         "grid of its own")
+        check_hyper(paper, key, {k: v[0] for k, v in grid.grid.items()}, f"{where}: algorithms.{key}.tuned_as")
 
 
 def _unique_settings(values, where: str, what: str) -> None:
