@@ -367,3 +367,14 @@ def test_end_to_end_audit_reference_variants_exceed_their_epsilon(name):
 def test_end_to_end_audit_correct_algorithms_stay_within_their_epsilon(name):
     claimed, lower = _audit(name)
     assert lower <= claimed
+
+
+@pytest.mark.parametrize("loss", [None, MLP(hidden=3)], ids=["lr", "mlp"])
+def test_every_rows_contribution_at_one_point_equals_the_per_chain_gradient(loss):
+    prob = logistic_problem(n=60, p=4, loss=loss)
+    model = pidp_sgd._MLPModel(prob, 1e-3) if loss is not None else pidp_sgd._GLMModel(prob, 1e-3)
+    w = np.random.default_rng(3).normal(size=prob.p)
+    idx = np.arange(prob.n)
+    many = model.rows_covered_grads(w, idx, 0.3)
+    one_by_one = model.covered_grads(np.repeat(w[None], prob.n, axis=0), idx, 0.3)
+    np.testing.assert_allclose(many, one_by_one, rtol=1e-12, atol=1e-14)

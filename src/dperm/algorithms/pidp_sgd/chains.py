@@ -105,6 +105,12 @@ class GLMModel:
         """The clipped gradient on the coordinates the influence covers (all of them here)."""
         return self.grads(theta, idx, clip)
 
+    def rows_covered_grads(self, w, idx, clip):
+        """:meth:`covered_grads` of many rows ``idx`` at one ``w`` (p,)."""
+        x = self.X[idx]
+        g = self.loss.dphi(x @ w, self.y[idx])[:, None] * x
+        return g * _clip_scale(np.linalg.norm(g, axis=1), clip)[:, None]
+
 
 class MLPModel:
     """The MLP: output-layer block influence (module docstring), batch-1 gradients per chain."""
@@ -163,6 +169,18 @@ class MLPModel:
         _, S, _, dO = self._scaled(theta, idx, clip)
         return np.hstack([S, np.ones((S.shape[0], 1))]) * dO[:, None]
 
+    def rows_covered_grads(self, w, idx, clip):
+        """:meth:`covered_grads` of many rows ``idx`` at one ``w`` (p,): the output-layer part of
+        each row's gradient, scaled by its whole gradient's clip factor."""
+        W1, b1, w2, b2 = (a[0] for a in self._unpack(w[None]))
+        x = self.X[idx]
+        S = np.tanh(x @ W1.T + b1)
+        dO = expit(S @ w2 + b2) - self.t[idx]
+        dA = dO[:, None] * w2 * (1.0 - S * S)
+        sq = np.einsum("nd,nd->n", x, x)
+        norm = np.sqrt(np.einsum("nh,nh->n", dA, dA) * (sq + 1.0) + dO * dO * (np.einsum("nh,nh->n", S, S) + 1.0))
+        return np.hstack([S, np.ones((S.shape[0], 1))]) * (dO * _clip_scale(norm, clip))[:, None]
+
 
 def make_model(problem, shift):
     if isinstance(problem.loss, MLP):
@@ -177,8 +195,7 @@ def contributions(model, hinv, theta, clip, chunk: int = 4096) -> np.ndarray:
     n = model.problem.n
     out = []
     for start in range(0, n, chunk):
-        idx = np.arange(start, min(n, start + chunk))
-        g = model.covered_grads(np.repeat(theta[None], idx.size, axis=0), idx, clip)
+        g = model.rows_covered_grads(theta, np.arange(start, min(n, start + chunk)), clip)
         out.append(g @ hinv / n)  # H⁻¹ is symmetric
     return np.vstack(out)
 
