@@ -14,6 +14,7 @@ from dperm import audit
 from dperm.algorithms import Privacy, dp_sgd, get_algorithm, outpert_sgd, pidp_sgd
 from dperm.algorithms.dp_gd_filter import filter_calibration, run_filter
 from dperm.algorithms.dp_lssgd import smoothing
+from dperm.algorithms.pidp_sgd.chains import contributions
 from dperm.losses import MLP, Logistic
 from dperm.privacy import epsilon_sampled_gaussian
 from dperm.problem import Problem
@@ -165,9 +166,10 @@ def test_influence_matches_exact_leave_one_out_retraining():
 
     theta = solvers.lbfgs(prob, np.zeros(prob.p), gtol=1e-12).x
     model = pidp_sgd._GLMModel(prob, 0.0)
-    hinv = model.round_start(theta[None])
+    hinv = np.linalg.inv(model.hessian(theta))
+    every = contributions(model, hinv, theta, clip=np.inf)
     for z in (0, 7, 123):
-        c, _ = model.influence(hinv, theta[None], np.array([z]), clip=np.inf)
+        c = every[z][None]
         keep = np.ones(prob.n, bool)
         keep[z] = False
         loo = Problem(prob.X[keep], prob.y[keep], prob.loss, prob.l2 * prob.n / (prob.n - 1))
@@ -192,7 +194,8 @@ def test_mlp_output_layer_influence_is_the_exact_block_solve_and_close_to_the_fu
     assert prob.loss.accuracy(theta, X, y) > 0.8  # a trained network, not the trivial one
     shift = 1e-2
     model = pidp_sgd._MLPModel(prob, shift)
-    hinv = model.round_start(theta[None])
+    hinv = np.linalg.inv(model.hessian(theta))
+    every = contributions(model, hinv, theta, clip=np.inf)
     P = prob.p
     H = np.column_stack([prob.hvp(theta, e) for e in np.eye(P)])
     H = (H + H.T) / 2 + shift * np.eye(P)
@@ -200,8 +203,8 @@ def test_mlp_output_layer_influence_is_the_exact_block_solve_and_close_to_the_fu
     G = prob.loss.per_example_grad(theta, X, y)
     agree = []
     for z in range(0, 300, 30):
-        c, covered = model.influence(hinv, theta[None], np.array([z]), clip=np.inf)
-        assert covered == out
+        c = every[z][None]
+        assert c.shape[1] == out.stop - out.start
         block = np.linalg.solve(H[out, out], G[z, out]) / prob.n
         np.testing.assert_allclose(c[0], block, rtol=1e-8, atol=1e-14)
         full = np.linalg.solve(H, G[z]) / prob.n
@@ -231,6 +234,71 @@ def test_pidp_records_its_noise_free_fraction_and_settings_match_lone_fits():
     assert together[1].extra["noise_free_fraction"].min() > 0.9
     strict = spec.fit(prob, Privacy(1.0, 1e-5), np.random.default_rng(0), steps=100)
     assert strict.extra["noise_free_fraction"][0] == 0.0  # the paper's calibration at r = 1: never
+
+
+def test_zeta_readings_radius_from_the_start_and_the_exact_noise_free_probability():
+    """ζ 'printed' is ‖H(θ̃) + ζ₀I‖₂ (σ_c and E shrink by the Hessian's spread); r = 'start-norm'
+    is ‖θ̃‖; with R = 1 every step's test is drawn at θ̃, so the measured noise-free fraction is a
+    binomial mean of the exact first-round probability the fit reports."""
+    prob = logistic_problem(n=2000, p=4, seed=5)
+    spec = get_algorithm("pidp-sgd-reference")
+    from dperm import solvers
+
+    base = {"steps": 2000, "rounds": 1, "learning_rate": 0.01, "radius": "start-norm", "start_iterations": 50}
+    proof = spec.fit(prob, Privacy(2.0, 1e-5), np.random.default_rng(0), **base)
+    printed = spec.fit(prob, Privacy(2.0, 1e-5), np.random.default_rng(0), zeta="printed", **base)
+    theta = pidp_sgd.start_point(prob, start="nonprivate", shift=0.0, start_iterations=50)
+    assert proof.extra["radius"] == pytest.approx(np.linalg.norm(theta))
+    assert np.linalg.norm(theta) == pytest.approx(proof.extra["start_norm"])
+    H = solvers.glm_hessian(prob, theta, 1e-3)
+    assert printed.extra["zeta"] == pytest.approx(np.linalg.eigvalsh(H)[-1])
+    assert proof.extra["zeta"] == pytest.approx(1e-3)
+    assert printed.extra["sigma_c"] == pytest.approx(proof.extra["sigma_c"] * 1e-3 / printed.extra["zeta"])
+    # a radius large enough for the branch to fire sometimes, not always
+    fires = {**base, "radius": 6e4, "zeta": "printed"}
+    fit = spec.fit(prob, Privacy(2.0, 1e-5), np.random.default_rng(1), draws=4, **fires)
+    p1 = fit.extra["noise_free_probability"]
+    assert 0.05 < p1 < 0.95
+    measured = fit.extra["noise_free_fraction"].mean()
+    assert abs(measured - p1) < 4 * np.sqrt(p1 * (1 - p1) / (4 * fires["steps"]))
+
+
+def test_noise_free_probability_is_the_product_of_the_coordinate_laws():
+    c = np.array([[0.0, 0.01], [0.02, -0.03]])
+    thr, sc, E = 0.05, 0.02, 0.001
+    from scipy.stats import norm
+
+    def one(row):
+        a = 2 * (np.abs(row) + E)
+        return np.prod(norm.cdf((thr - a) / sc) - norm.cdf((-thr - a) / sc))
+
+    expected = np.mean([one(r) for r in c])
+    assert pidp_sgd.noise_free_probability(c, error=E, sigma_c=sc, threshold=thr) == pytest.approx(expected)
+    rest = (2 * norm.cdf(thr / sc) - 1) ** 3
+    assert pidp_sgd.noise_free_probability(c, error=E, sigma_c=sc, threshold=thr, rest=3) == \
+        pytest.approx(expected * rest)
+    # far in the tail it stays finite and tiny rather than nan
+    assert 0 <= pidp_sgd.noise_free_probability(np.full((2, 50), 1.0), error=0.0, sigma_c=1e-3, threshold=1e-5) < 1e-300
+
+
+def test_the_control_is_pidp_sgd_without_its_test():
+    """dp-sgd-batch1 from θ̃ runs the same chains with every step noisy at the whole ε: its records
+    say the start is non-private; from 0 (the default) it is DP and says nothing of the kind."""
+    prob = logistic_problem(n=300)
+    spec = get_algorithm("dp-sgd-batch1")
+    hyper = {"steps": 200, "learning_rate": 0.05, "radius": "start-norm", "start": "nonprivate",
+             "start_iterations": 50}
+    fit = spec.fit(prob, Privacy(1.0, 1e-5), np.random.default_rng(0), draws=2, **hyper)
+    assert fit.adjacency == "replace-one" and any("non-private" in note for note in fit.notes)
+    assert "noise_free_fraction" not in fit.extra and fit.epsilon_spent <= 1.0 + 1e-9
+    pidp = get_algorithm("pidp-sgd-reference").fit(prob, Privacy(1.0, 1e-5), np.random.default_rng(0), draws=2,
+                                                  **hyper)
+    assert pidp.extra["noise_multiplier"] > fit.extra["noise_multiplier"]  # 3ε/4 and δ/2 for training
+    assert pidp.extra["radius"] == fit.extra["radius"]
+    private = spec.fit(prob, Privacy(1.0, 1e-5), np.random.default_rng(0), steps=50, radius=5.0)
+    assert not private.notes and np.linalg.norm(private.weights, axis=1).max() <= 5.0 + 1e-9
+    with pytest.raises(ValueError, match="start-norm"):
+        spec.fit(prob, Privacy(1.0, 1e-5), np.random.default_rng(0), steps=10, radius="start-norm")
 
 
 # -- DP-GD with individual Rényi filters -----------------------------------------------------------
@@ -293,3 +361,14 @@ def test_end_to_end_audit_reference_variants_exceed_their_epsilon(name):
 def test_end_to_end_audit_correct_algorithms_stay_within_their_epsilon(name):
     claimed, lower = _audit(name, 0.05)
     assert lower <= claimed
+
+
+@pytest.mark.parametrize("loss", [None, MLP(hidden=3)], ids=["lr", "mlp"])
+def test_every_rows_contribution_at_one_point_equals_the_per_chain_gradient(loss):
+    prob = logistic_problem(n=60, p=4, loss=loss)
+    model = pidp_sgd._MLPModel(prob, 1e-3) if loss is not None else pidp_sgd._GLMModel(prob, 1e-3)
+    w = np.random.default_rng(3).normal(size=prob.p)
+    idx = np.arange(prob.n)
+    many = model.rows_covered_grads(w, idx, 0.3)
+    one_by_one = model.covered_grads(np.repeat(w[None], prob.n, axis=0), idx, 0.3)
+    np.testing.assert_allclose(many, one_by_one, rtol=1e-12, atol=1e-14)

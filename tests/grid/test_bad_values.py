@@ -128,6 +128,13 @@ def test_a_key_given_twice_is_refused_naming_both_lines():
         load_yaml_text(text, "p.yaml")
 
 
+def test_a_merge_key_s_values_may_be_overridden_but_explicit_keys_may_not_repeat():
+    text = "a: &x {b: 1, c: 2}\nd: {<<: *x, c: 3}\n"
+    assert load_yaml_text(text, "p.yaml") == {"a": {"b": 1, "c": 2}, "d": {"b": 1, "c": 3}}
+    with pytest.raises(ConfigError, match="key 'c' appears twice"):
+        load_yaml_text("a: &x {b: 1}\nd: {<<: *x, c: 3, c: 4}\n", "p.yaml")
+
+
 def test_exponent_notation_is_a_number_in_files_and_in_strings_snakemake_passes():
     assert load_yaml_text("delta: 1e-8\nrows: 1E6\nname: e1\n", "x") == {"delta": 1e-8, "rows": 1e6, "name": "e1"}
     # Snakemake's own loader leaves 1e-8 a string in a --configfile; the schema reads it as the number

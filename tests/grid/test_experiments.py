@@ -58,6 +58,32 @@ def test_tuned_values_mark_only_the_tuned_cells_non_private(tmp_path):
         ex.apply_tuning(untuned, None)
 
 
+def test_a_key_tuned_as_another_runs_with_that_keys_choices(tmp_path):
+    """``tuned_as``: a control runs with the hyper-parameters the tuning run chose for another key
+    (and is not tuned itself); naming an untuned key, or giving the key a grid too, is refused."""
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["algorithms"]["dp-sgd-long"]["tuned_as"] = "dp-sgd"
+    config["tuning"] = {"experiments": ["e"], "protocol": {"kind": "kfold"},
+                        "hyper": [{"algorithm": "dp-sgd", "grid": {"epochs": [1, 7]}, "epsilons": [1]}]}
+    paper = _load(tmp_path, config)
+    alias = ex.cell_spec(paper, ex.cells(paper)[-1], seed=3)
+    assert alias["cell_algorithm"] == "dp-sgd-long" and "tuned_as" not in alias["hyper"]
+    assert alias["tuned"] == {"l2": False, "hyper": True, "key": "dp-sgd", "profile": "default"}
+    tuned = {"wine": {"default": {"lr": {"hyper": {"dp-sgd": {"epochs": 7}}}}}}
+    spec = ex.apply_tuning(alias, tuned)
+    assert spec["hyper"]["epochs"] == 7 and spec["tuning"] == "non-private"
+    bad = copy.deepcopy(config)
+    bad["algorithms"]["dp-sgd-long"]["tuned_as"] = "nonprivate"
+    with pytest.raises(Exception, match="is not a key the tuning run tunes"):
+        _load(tmp_path, bad)
+    twice = copy.deepcopy(config)
+    twice["tuning"]["hyper"].append({"algorithm": "dp-sgd-long", "grid": {"epochs": [2]}, "epsilons": [1]})
+    with pytest.raises(Exception, match="has no grid of its own"):
+        _load(tmp_path, twice)
+
+
 def test_values_derived_from_the_data_mark_their_cells_non_private(tmp_path):
     import copy
 
@@ -103,7 +129,7 @@ def test_a_swept_value_of_zero_is_its_own_cell_and_repeats_are_refused(tmp_path)
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c["algorithms"].update({"dp-sdg": {}}), "unknown algorithm 'dp-sdg'; known algorithms:"),
-    (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['accountant', 'batch_size'"),
+    (lambda c: c["algorithms"]["dp-sgd"].update({"lr": 1}), r"unknown hyper-parameter\(s\) \['lr'\] for algorithm 'dp-sgd'; allowed: \['accountant', 'adjacency', 'batch_size'"),
     (lambda c: c["experiments"]["e"]["models"].append("svm"), r"experiments.e.models: \['svm'\] are not defined in the paper's 'models' section"),
     (lambda c: c["experiments"]["e"]["datasets"].append("mnist"), r"experiments.e.datasets\[1\]: 'mnist' is not allowed; allowed: \['adult'"),
     (lambda c: c["experiments"]["e"]["protocol"].update({"kind": "loo"}), "experiments.e.protocol.kind: 'loo' is not allowed; allowed: \\['kfold', 'holdout', 'full'\\]"),

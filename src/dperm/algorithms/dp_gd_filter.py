@@ -15,13 +15,16 @@ steps; a row whose next cost would take its ledger past B is dropped, for good, 
 (so it is never charged past B). A row whose gradients are small pays little per step and trains
 for all T steps; one with large gradients drops out after about B steps.
 
-Adjacency: add/remove one row. Accounting (Feldman & Zrnic 2021, the individual
-Rényi filter): the individual losses are chosen from past releases and the row itself, so the run
-is (α, α·B/(2σ²))-RDP with respect to every row, converted to (ε, δ) at α. σ and α are chosen
-before the run, from public quantities only: σ is the noise multiplier of B full-batch Gaussian
-steps at the target (ε, δ) (:func:`dperm.privacy.noise_multiplier_for_epsilon` with q = 1, the
-same accountant as DP-SGD) and α the order at which that curve meets it. ``epsilon_spent`` is the
-conversion at α (≤ the target).
+Adjacency: add/remove one row (``adjacency="add-remove"``, the default). Accounting (Feldman &
+Zrnic 2021, the individual Rényi filter): the individual losses are chosen from past releases and
+the row itself, so the run is (α, α·B/(2σ²))-RDP with respect to every row, converted to (ε, δ)
+at α. σ and α are chosen before the run, from public quantities only: σ is the noise multiplier
+of B full-batch Gaussian steps at the target (ε, δ) (:func:`dperm.privacy.noise_multiplier_for_epsilon`
+with q = 1, the same accountant as DP-SGD) and α the order at which that curve meets it.
+``epsilon_spent`` is the conversion at α (≤ the target). ``adjacency="replace-one"`` calibrates to
+the add/remove target (ε/2, δ/(1 + e^{ε/2})), which implies (ε, δ) under replace-one by group
+privacy for two rows (:func:`dperm.privacy.sgd_calibration.replace_one_as_add_remove`,
+docs/privacy.md#adjacency); ``epsilon_spent`` is then twice the add/remove conversion.
 
 Recorded per draw (``extra``): the fraction of rows dropped by the end, the mean and the largest
 fraction of its budget a row used, and the steps after which a quarter and half of the rows had
@@ -43,10 +46,11 @@ from ..losses import MLP, GLMLoss
 from ..privacy import DEFAULT_RDP_ORDERS, noise_multiplier_for_epsilon, rdp_sampled_gaussian, rdp_to_epsilon
 from ..privacy import calibration_faults as faults
 from ..privacy.perturbation import private_target
+from ..privacy.sgd_calibration import check_adjacency, replace_one_as_add_remove
 from .audit_cases import AuditCase, Mutant, with_switches
 from .audit_worst_case import PUSH_AT_CLIP, cases, white_box_audit
 from .base import FitResult, Privacy, draw_rngs
-from .domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, positive_delta
+from .domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, positive_delta
 from .registry import register
 
 
@@ -121,8 +125,8 @@ def _summaries(spent, active, dropped_at, budget_steps, steps):
             "step_half_dropped": when(0.5)}
 
 
-def _fits(problem, targets, rngs_per_target, draws, *, steps, budget_fraction, learning_rate, clip, drops=True,
-          row_count="public"):
+def _fits(problem, targets, rngs_per_target, draws, *, steps, budget_fraction, learning_rate, clip,
+          adjacency="add-remove", drops=True, row_count="public"):
     if isinstance(steps, bool) or not (isinstance(steps, int) and steps >= 1):
         raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
     if not 0 < budget_fraction <= 1:
@@ -131,12 +135,16 @@ def _fits(problem, targets, rngs_per_target, draws, *, steps, budget_fraction, l
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0; got {name}={value!r}")
     budget = max(1, int(round(budget_fraction * steps)))
+    replace = check_adjacency(adjacency) == "replace-one"
     cals = []
     for target in targets:
         eps, delta = private_target(target, "dp-gd-filter")
         if delta <= 0:
             raise ValueError("dp-gd-filter needs delta > 0 (Gaussian noise, RDP conversion)")
-        cals.append(filter_calibration(eps, delta, budget))
+        if replace:
+            eps, delta = replace_one_as_add_remove(eps, delta)
+        sigma, alpha, spent = filter_calibration(eps, delta, budget)
+        cals.append((sigma, alpha, 2.0 * spent if replace else spent))
     chains = [(i, child) for i, rng in enumerate(rngs_per_target) for child in draw_rngs(rng, draws)]
     W, spent, active, dropped_at = run_filter(problem, [cals[i][0] for i, _ in chains], [c for _, c in chains],
                                               steps=steps, budget_steps=budget, learning_rate=learning_rate,
@@ -147,10 +155,13 @@ def _fits(problem, targets, rngs_per_target, draws, *, steps, budget_fraction, l
         sigma, alpha, eps_spent = cals[i]
         extra = {"noise_multiplier": sigma, "rdp_order": alpha, "budget_steps": budget, "steps": steps,
                  **_summaries(spent[rows], active[rows], dropped_at[rows], budget, steps)}
+        accounting = f"individual Renyi filter (Feldman & Zrnic 2021) at order {alpha:g}, improved conversion"
+        if replace:
+            accounting += (" at the add/remove target (eps/2, delta/(1 + e^(eps/2))); replace-one by group privacy "
+                           "for two rows (docs/privacy.md#adjacency)")
         out.append(FitResult(weights=W[rows], epsilon_spent=eps_spent, delta_spent=target.delta,
-                             adjacency="add-remove", grad_evals=float(steps), iterations=steps,
-                             accounting=f"individual Renyi filter (Feldman & Zrnic 2021) at order {alpha:g}, "
-                                        "improved conversion", extra=extra))
+                             adjacency=adjacency, grad_evals=float(steps), iterations=steps,
+                             accounting=accounting, extra=extra))
     return out
 
 
@@ -205,7 +216,8 @@ def _mutants():
 
 
 @register("dp-gd-filter", settings=fit_filter_settings, mutants=_mutants,
-          domains={"steps": POSITIVE_INT, "budget_fraction": UNIT, "learning_rate": POSITIVE, "clip": POSITIVE},
+          domains={"steps": POSITIVE_INT, "budget_fraction": UNIT, "learning_rate": POSITIVE, "clip": POSITIVE,
+                   "adjacency": one_of("add-remove", "replace-one")},
           needs=(finite_epsilon, positive_delta),
           switches={"drops": True, "row_count": "public"},
           audit=AUDIT,
@@ -213,8 +225,8 @@ def _mutants():
                       "charged by their clipped gradient norm, dropped when their budget is spent")
 def fit_dp_gd_filter(problem, privacy: Privacy, rng, draws: int = 1, *, steps: int = 100,
                      budget_fraction: float = 0.5, learning_rate: float = 1.0, clip: float = 1.0,
-                     drops: bool = True, row_count: str = "public"):
+                     adjacency: str = "add-remove", drops: bool = True, row_count: str = "public"):
     """DP-GD with individual Rényi filters (module docstring); ``drops`` and ``row_count`` are
     fixed by the registration (the audit's mutants turn them)."""
     return _fits(problem, [privacy], [rng], draws, steps=steps, budget_fraction=budget_fraction,
-                 learning_rate=learning_rate, clip=clip, drops=drops, row_count=row_count)[0]
+                 learning_rate=learning_rate, clip=clip, adjacency=adjacency, drops=drops, row_count=row_count)[0]

@@ -21,17 +21,24 @@ from .cells import Cell, Job, algorithm_spec, base_key, experiment_profile, job_
 from .views import Paper
 
 #: keys of an ``algorithms`` entry that are not hyper-parameters
-RESERVED = ("use", "profile", "label", "model_overrides")
+RESERVED = ("use", "profile", "label", "model_overrides", "tuned_as")
+
+
+def tuned_key(paper: Paper, algorithm: str) -> str:
+    """The key whose tuned hyper-parameters a key uses: its ``tuned_as`` (a control that must run
+    with another algorithm's choices), else itself."""
+    return paper.algorithms.get(algorithm, {}).get("tuned_as", algorithm)
 
 
 def uses_tuning(paper: Paper, experiment: str, algorithm: str) -> dict | None:
     """What of a cell the paper's non-private tuning run chooses (``{"l2": bool, "hyper":
-    bool}``), or None when it chooses nothing."""
+    bool}``), or None when it chooses nothing. A key with ``tuned_as`` takes the hyper-parameters
+    chosen for that key."""
     tuning = paper.tuning
     if tuning is None or experiment not in tuning.experiments:
         return None
     l2 = algorithm in tuning.l2_algorithms
-    hyper = tuning.hyper_for(algorithm) is not None
+    hyper = tuning.hyper_for(tuned_key(paper, algorithm)) is not None
     return {"l2": l2, "hyper": hyper} if l2 or hyper else None
 
 
@@ -75,7 +82,7 @@ def cell_spec(paper: Paper, cell: Cell, seed: int) -> dict:
         spec["metrics"] = copy.deepcopy(exp.metrics)
     tuned = uses_tuning(paper, cell.experiment, key)
     if tuned is not None:
-        spec["tuned"] = {**tuned, "key": key, "profile": exp.profile}
+        spec["tuned"] = {**tuned, "key": tuned_key(paper, key), "profile": exp.profile}
     return spec
 
 

@@ -137,6 +137,21 @@ def _check_paper(paper: Paper, where: str) -> None:
                             _fail(f"{where}: tuning.hyper[{block.algorithm}].epsilons",
                                   f"per_epsilon chooses a point for each epsilon the algorithm runs at; experiment "
                                   f"{name!r} runs it at {missing}, which the block does not tune")
+    for key, block in paper.algorithms.items():
+        source = block.get("tuned_as")
+        if source is None:
+            continue
+        grid = tuning.hyper_for(source) if tuning else None
+        if grid is None:
+            tuned = [b.algorithm for b in tuning.hyper] if tuning else []
+            _fail(f"{where}: algorithms.{key}.tuned_as", f"{source!r} is not a key the tuning run tunes "
+                                                         f"(tuning.hyper); tuned: {tuned}")
+        if tuning.hyper_for(key) is not None:
+            _fail(f"{where}: algorithms.{key}.tuned_as", "a key with tuned_as takes another key's choices and has no "
+                                                         "grid of its own")
+        for name, values in grid.grid.items():  # every value the source may choose must suit this key too
+            for value in values:
+                check_hyper(paper, key, {name: value}, f"{where}: algorithms.{key}.tuned_as")
 
 
 def _unique_settings(values, where: str, what: str) -> None:

@@ -66,7 +66,7 @@ def _base(row) -> str:
 
 def mutation_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per mutant of a registered algorithm: its verdict over the cases it ran."""
-    mutants = table[(table["kind"] == "mutant") & table["mutant"].fillna("").astype(bool)]
+    mutants = table[(table["kind"] == "mutant") & table["mutant"].astype(object).fillna("").astype(bool)]
     out = []
     for subject, rows in mutants.groupby("subject", sort=False):
         first = rows.iloc[0]

@@ -5,7 +5,12 @@ clips each per-example gradient to norm C, adds N(0, (σC)²I) to the sum and di
 expected lot size qn; the regulariser λw (data-independent) is added to the direction;
 w ← w − η·direction, for T = ⌈epochs/q⌉ steps. Output: the last iterate.
 
-Adjacency: add/remove one row. Sensitivity: the clipped sum moves by at most C. Accounting: the
+Adjacency: add/remove one row (``adjacency="add-remove"``, the default). Sensitivity: the clipped
+sum moves by at most C. With ``adjacency="replace-one"`` (to stand beside replace-one methods on
+one ε axis, docs/privacy.md#adjacency) the noise is calibrated to the add/remove target
+(ε/2, δ/(1 + e^{ε/2})), which implies (ε, δ) under replace-one by group privacy for two rows
+(:func:`dperm.privacy.sgd_calibration.replace_one_as_add_remove`); the records then say
+``replace-one`` and the accounting names the conversion. Accounting: the
 Poisson-subsampled Gaussian with noise multiplier σ composed T times, by the ``accountant``
 hyper-parameter: ``"rdp"`` (default) in Rényi DP (Mironov, Talwar & Zhang 2019) with the improved
 conversion to (ε, δ) (:mod:`dperm.privacy.rdp`), or ``"pld"``, the privacy loss distribution of
@@ -73,14 +78,14 @@ AUDIT = cases(
 @register("dp-sgd", switches={"name": "dp-sgd"}, audit=AUDIT,
           domains={"epochs": POSITIVE, "batch_size": POSITIVE_INT, "clip": POSITIVE, "learning_rate": POSITIVE,
                    "noise_multiplier": optional(POSITIVE), "accountant": one_of(*sorted(ACCOUNTANTS)),
-                   "smoothing": NON_NEGATIVE},
+                   "smoothing": NON_NEGATIVE, "adjacency": one_of("add-remove", "replace-one")},
           needs=(unless_given("noise_multiplier", finite_epsilon), positive_delta),
           size_bounds=("batch_size",),
           description="DP-SGD, Poisson sampling, per-example clipping, RDP or PLD accounting")
 def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float = 5.0,
                batch_size: int = 256, clip: float = 1.0, learning_rate: float = 0.5,
                noise_multiplier: float | None = None, accountant: str = "rdp", smoothing: float = 0.0,
-               name: str = "dp-sgd"):
+               adjacency: str = "add-remove", name: str = "dp-sgd"):
     """DP-SGD; ``smoothing`` σ_LS > 0 is DP-LSSGD (:mod:`.dp_lssgd`); ``name`` (fixed by the
     registration) is the key errors name."""
     n, n_public = problem.n, problem.n_public  # q and T from the public count (docs/privacy.md#public-n)
@@ -89,7 +94,8 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
         raise ValueError(f"smoothing (sigma_LS) must be a finite number >= 0; got smoothing={smoothing!r}")
     q = batch_size / n_public
     steps = max(1, math.ceil(epochs / q))
-    cal = calibrate_noise(privacy, q, steps, noise_multiplier=noise_multiplier, algorithm=name, accountant=accountant)
+    cal = calibrate_noise(privacy, q, steps, noise_multiplier=noise_multiplier, algorithm=name, accountant=accountant,
+                          adjacency=adjacency)
     smooth = None
     if smoothing > 0:
         from ..dp_lssgd.smoothing import laplacian_smoother
@@ -103,5 +109,5 @@ def fit_dp_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, epochs: float 
     if smoothing > 0:
         extra["smoothing"] = smoothing
     return FitResult(weights=weights, epsilon_spent=cal.epsilon_spent, delta_spent=privacy.delta,
-                     adjacency="add-remove", grad_evals=evals, iterations=steps, accounting=cal.accounting,
+                     adjacency=adjacency, grad_evals=evals, iterations=steps, accounting=cal.accounting,
                      extra=extra)

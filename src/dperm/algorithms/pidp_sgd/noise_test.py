@@ -1,0 +1,90 @@
+"""PIDP-SGD's noisy influence test (Kang et al., Algorithm 1 lines 7–11, Theorems 4 and 5): its
+threshold, its noise σ_c, the error bound E, the two readings of ζ, and the exact probability
+that a step passes it.
+
+* ``noise_free_test`` — lines 10–11 as printed (both conditions; they reduce to
+  max_i |c_t,i| ≤ 2rδ₁(1 + e^{−ε₁}), :func:`noise_free_threshold`).
+* ``contribution_noise`` — σ_c = 2√2·√(ln(1.25R/δ₂))·G·R/(nζε₂) (the proof's c′ = 2√2).
+* ``error_bound`` — E = (2βG + C_H·G²/ζ)/(ζ²n²) (Theorem 4).
+* ζ (:data:`ZETA_READINGS`): ``"proof"`` — a lower bound on λ_min of the (shifted) Hessian, what
+  the proof's ‖H⁻¹g‖ ≤ ‖g‖/ζ needs; here λ + ζ₀, which holds for every round's Hessian of a
+  convex loss (and of the MLP's output-layer block); ``"printed"`` — ‖H‖₂ ≥ ζ as Theorem 4 and
+  Remark 5 print it, read at its largest: ζ = ‖H(θ̃) + ζ₀I‖₂ at the start (the same H the
+  first round inverts). σ_c ∝ 1/ζ and E ∝ 1/ζ² (and 1/ζ³), so the printed reading makes both
+  smaller by the Hessian's condition number.
+* ``noise_free_probability`` — given the contributions c of every row at a round's global
+  iterate, the exact probability that a step of that round is noise-free: the row is uniform,
+  and given the row every coordinate of c_t = 2(c + E·sign c) + N(0, σ_c²) must fall in
+  [−thr, thr], so P = (1/n)·Σ_z Π_i [Φ((thr − a_{z,i})/σ_c) − Φ((−thr − a_{z,i})/σ_c)] with
+  a = 2(|c| + E) (the law is symmetric in the sign), times (2Φ(thr/σ_c) − 1)^{m′} for m′
+  coordinates whose c is 0 (the MLP's hidden layer). Exact for the first round, whose iterate
+  θ̃ is fixed before any step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import log_ndtr, ndtr
+
+ZETA_READINGS = ("proof", "printed")
+
+
+def noise_free_test(c_t, epsilon1, delta1, radius):
+    """Algorithm 1 lines 10–11 for each row of ``c_t`` (k, m), ε₁ and δ₁ scalars or (k,):
+    True where no noise is added."""
+    epsilon1 = np.broadcast_to(np.asarray(epsilon1, dtype=float), c_t.shape[:1])[:, None]
+    delta1 = np.broadcast_to(np.asarray(delta1, dtype=float), c_t.shape[:1])[:, None]
+    radius = np.broadcast_to(np.asarray(radius, dtype=float), c_t.shape[:1])[:, None]
+    A = 2.0 * radius * np.exp(epsilon1) * delta1
+    k = np.expm1(epsilon1)
+    a = np.abs(c_t)
+    first = np.all(a < A / k, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        second = np.all(np.log(A / (A - k * np.minimum(a, A / k))) <= 2.0 * epsilon1, axis=1)
+    return first & second
+
+
+def noise_free_threshold(epsilon1, delta1, radius):
+    """The simplified threshold 2rδ₁(1 + e^{−ε₁}) on max_i |c_t,i|."""
+    return 2.0 * radius * delta1 * (1.0 + math.exp(-epsilon1))
+
+
+def contribution_noise(*, epsilon2, delta2, rounds, clip, n, zeta):
+    """σ_c = 2√2·√(ln(1.25R/δ₂))·G·R/(nζε₂) (Kang et al., proof of Theorem 5)."""
+    return 2.0 * math.sqrt(2.0) * math.sqrt(math.log(1.25 * rounds / delta2)) * clip * rounds / (n * zeta * epsilon2)
+
+
+def error_bound(*, smoothness, hessian_lipschitz, clip, zeta, n):
+    """E = (2βG + C_H·G²/ζ)/(ζ²n²) (Kang et al., Theorem 4)."""
+    return (2.0 * smoothness * clip + hessian_lipschitz * clip**2 / zeta) / (zeta**2 * n**2)
+
+
+def zeta_value(reading: str, *, l2: float, shift: float, hessian: np.ndarray | None = None) -> float:
+    """ζ under ``reading`` (module docstring): ``proof`` λ + ζ₀; ``printed`` ‖H‖₂ of the shifted
+    Hessian ``hessian`` (p × p, ζ₀ and λ already on its diagonal)."""
+    if reading == "proof":
+        return float(l2 + shift)
+    if reading == "printed":
+        if hessian is None:
+            raise ValueError("zeta='printed' needs the Hessian at the start")
+        return float(np.linalg.eigvalsh(hessian)[-1])
+    raise ValueError(f"zeta must be one of {ZETA_READINGS}; got zeta={reading!r}")
+
+
+def noise_free_probability(contributions: np.ndarray, *, error: float, sigma_c: float, threshold: float,
+                           rest: int = 0) -> float:
+    """The exact probability that a step is noise-free (module docstring): ``contributions`` is
+    (n, m), the c of every row on the m coordinates it covers; ``rest`` coordinates have c = 0."""
+    a = 2.0 * (np.abs(contributions) + error)
+    upper, lower = (threshold - a) / sigma_c, (-threshold - a) / sigma_c
+    # log(Φ(u) − Φ(l)) = log Φ(u) + log(1 − Φ(l)/Φ(u)), stable where both are tiny
+    log_u = log_ndtr(upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.exp(log_ndtr(lower) - log_u)
+    log_p = np.where(ratio < 1.0, log_u + np.log1p(-np.minimum(ratio, 1.0)), -np.inf).sum(axis=1)
+    if rest:
+        inside = 2.0 * ndtr(threshold / sigma_c) - 1.0
+        log_p = log_p + rest * (math.log(inside) if inside > 0 else -np.inf)
+    return float(np.mean(np.exp(log_p)))
