@@ -129,18 +129,25 @@ def _compare(inputs):
             cells, privacy, order=order, labels=labels,
             title=inputs.title(f"Excess empirical risk against ε, {what}"),
             caption=inputs.caption(
-                f"Log–log; mean of the draws with 95% bands; non-positive values not drawn. {protocol}. Black box: "
-                "noise for 2Δ (α = μΔ²/8), so ≈ 4× the conceptual excess; SGD capped (noise for the α its steps "
-                "certify, in expectation only). μ = 0: regularised extension (rate-optimal λ, projection onto ‖w‖ ≤ "
-                "15). OutPert-GD: Zhang et al.'s Theorem 2/3 T. DP-GD, DP-SGD: add/remove-one DP (their ε under "
-                "replace-one would double), untuned public step sizes."))
+                "Log–log; mean of the draws with 95% bands (a band that reaches the bottom edge includes values at or "
+                "below it; arrows: means off the panel's scale); red crosses: cells that do not learn. "
+                f"{protocol}. Black box: noise for 2Δ (α = μΔ²/8), so ≈ 4× the conceptual excess where the loss is "
+                "quadratic at the noise's scale; SGD capped (noise for the α its steps certify, in expectation only). "
+                "μ = 0: regularised extension (rate-optimal λ, projection onto ‖w‖ ≤ 15). Hinge panels: the linear "
+                "SVM, black box + AGD on the smoothed hinge (certified for the hinge). OutPert-GD: Zhang et al.'s "
+                "Theorem 2/3 T. ObjPert: replace-one (Kifer et al.'s noise doubled). Noisy SGD (Bassily et al.): "
+                "capped at 20,000 steps. DP-GD, DP-SGD: add/remove-one DP (their ε under replace-one would double), "
+                "untuned public step sizes."))
     figures["cost"] = compare.cost_figure(
         cells, order=order, labels=labels, title=inputs.title("Cost per run: gradient evaluations and seconds"),
         caption=inputs.caption("ε-DP cells, mean over ε and draws (the solves do not depend on ε), log scale. Gradient "
                                "evaluations in full-gradient equivalents (one pass over the rows = 1). Seconds on a "
                                "shared 2-core machine (Katyusha's inner loop is Python, the others are numpy BLAS). "
-                               "The hatched bar is the non-private L-BFGS solve. SGD's bars are its capped runs "
-                               "(100,000 steps); its target α would need the count in compare-ratios. "
+                               "The hatched bar is the non-private L-BFGS solve. Black ticks: the evaluations each "
+                               "black-box solver needed to reach α on these rows (measured, solver_speed; SGD's "
+                               "tick is its budget where it did not reach α), beside its certified count (the bar). "
+                               "SGD's bars are its capped runs (100,000 steps); its target α would need the count in "
+                               "compare-ratios. "
                                f"{protocol}."))
     return Made(tables=tables, figures=figures)
 

@@ -195,18 +195,27 @@ def cost_figure(cells: pd.DataFrame, *, title: str, caption: str, order, labels)
     style = algorithm_styles([k for k in keys if k != BASELINE], order)
     fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.45 * len(groups)), 6.6), squeeze=False, sharex=True)
     width = 0.8 / max(len(keys), 1)
+    measured_label = "measured evaluations to α (solver_speed)"
     for i, (metric, name) in enumerate((("grad_evals", "gradient evaluations per run"),
                                         ("seconds", "seconds per run"))):
         ax = axes[i, 0]
         for k, key in enumerate(keys):
-            heights = []
+            heights, measured = [], []
             for dataset, model in groups:
                 cell = data[(data["dataset"] == dataset) & (data["model"] == model) & (data["algorithm"] == key)]
                 heights.append(float(cell[metric].mean()) if len(cell) else np.nan)
-            colour = "black" if key == BASELINE else style[key]["color"]
-            ax.bar(np.arange(len(groups)) + (k - len(keys) / 2 + 0.5) * width, heights, width, color=colour,
-                   label=labels.get(key, key), hatch="//" if key == BASELINE else None,
-                   alpha=0.4 if key == BASELINE else 0.85)
+                values = pd.to_numeric(cell["grad_evals_to_alpha"], errors="coerce").dropna() if len(cell) else []
+                measured.append(float(values.iloc[0]) if len(values) else np.nan)
+            xs = np.arange(len(groups)) + (k - len(keys) / 2 + 0.5) * width
+            if key == BASELINE:  # white with a black hatch: no colour of the palette
+                ax.bar(xs, heights, width, facecolor="white", edgecolor="black", hatch="//", lw=0.8,
+                       label=labels.get(key, key))
+            else:
+                ax.bar(xs, heights, width, color=style[key]["color"], label=labels.get(key, key), alpha=0.85)
+            if metric == "grad_evals" and np.isfinite(measured).any():
+                ax.scatter(xs, measured, marker="_", s=260, linewidths=2.2, color="black", zorder=5,
+                           label=measured_label)
+                measured_label = None
         ax.set_yscale("log")
         ax.set_xticks(np.arange(len(groups)))
         ax.set_xticklabels([_short(d, m) for d, m in groups], fontsize=8)

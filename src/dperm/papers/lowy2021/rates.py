@@ -154,7 +154,11 @@ def _series(ax, pts, col, metric, keys, style, labels, *, dash=None, suffix=""):
 
 
 def _finish(ax, drawn: dict) -> None:
-    """Bands clipped to the panel's limits (from the means; off-scale points marked)."""
+    """Bands clipped to the panel's limits (from the means; off-scale points marked); no minor
+    tick labels on the log y axis (within a decade they crowd the axis)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.yaxis.set_minor_formatter(NullFormatter())
     limits, _ = plots.log_limits([m for _, means, _, _ in drawn.values() for m in means])
     if limits is None:
         return
