@@ -400,7 +400,7 @@ def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, a, sigma, weight
     return S[2] / weights.sum(), S[:2].copy()
 
 
-def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner=None):
+def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner=None, callback=None):
     """Katyusha (Allen-Zhu 2018) on F = f + ψ, f = mean unregularised loss,
     ψ = (μ/2)‖x‖², option II for y; snapshot = (1 + aμ)^j-weighted average of the epoch's y.
 
@@ -408,7 +408,8 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
     which must be > 0. m = ``inner`` (default 2n), τ₂ = ½, τ₁ = min(√(mμ/(3L_K)), ½),
     a = 1/(3τ₁L_K). Accuracy holds **in expectation only** (docs/privacy.md#blackbox-expectation):
     not a certificate. ``n_grad_evals`` per epoch = 1 (snapshot) + m·c/n, c = 1 for GLMs (snapshot
-    φ' cached), 2 otherwise; ``nit`` = epochs.
+    φ' cached), 2 otherwise; ``nit`` = epochs. ``callback(x̃)`` is called with each epoch's
+    snapshot; a true return ends the run there (a measurement's early stop, not a privacy rule).
     """
     L = problem.loss.smoothness(problem.radius) if smoothness is None else smoothness
     sigma = problem.l2 if mu is None else mu
@@ -426,9 +427,12 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
     if hasattr(problem.loss, "dphi"):
         zy = np.vstack([xt, xt])  # z and y carry over from epoch to epoch
         t0 = time.perf_counter()
-        for _ in range(n_epochs):
+        for epoch in range(n_epochs):
             xt, zy = _katyusha_glm_epoch(problem, xt, zy, rng, m=m, tau1=tau1, tau2=tau2, a=a, sigma=sigma,
                                          weights=weights)
+            if callback is not None and callback(xt):
+                n_epochs = epoch + 1
+                break
         seconds = time.perf_counter() - t0
         return _finish(problem.value_and_grad, xt, nit=n_epochs, n_grad_evals=n_epochs * (1.0 + m / n),
                        seconds=seconds,
@@ -436,7 +440,7 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
     snapshot, diff, per_row = _component_difference(problem)
     y, z = xt.copy(), xt.copy()
     t0 = time.perf_counter()
-    for _ in range(n_epochs):
+    for epoch in range(n_epochs):
         gbar, cache = snapshot(xt)
         acc = np.zeros_like(xt)
         for j, i in enumerate(rng.integers(n, size=m)):
@@ -447,6 +451,9 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
             z = z_new
             acc += weights[j] * y
         xt = acc / weights.sum()
+        if callback is not None and callback(xt):
+            n_epochs = epoch + 1
+            break
     seconds = time.perf_counter() - t0
     return _finish(problem.value_and_grad, xt, nit=n_epochs,
                    n_grad_evals=n_epochs * (1.0 + m * per_row / n), seconds=seconds,

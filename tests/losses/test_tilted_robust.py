@@ -20,8 +20,9 @@ def data(n=60, p=5, seed=0, labels="01"):
 
 
 LOSSES = [Tilted(0.0), Tilted(0.3), Tilted(2.5), Tilted(1.0, base="huber-hinge", h=0.5),
-          RobustLogistic(0.0), RobustLogistic(0.2), RobustLogistic(0.5, labels="pm1")]
-IDS = ["tilt0", "tilt0.3", "tilt2.5", "tilt1-huberhinge", "robust0", "robust0.2", "robust0.5-pm1"]
+          RobustLogistic(0.0), RobustLogistic(0.2), RobustLogistic(0.5, labels="pm1"),
+          RobustLogistic(0.3, coordinates=(1, 3, 4))]
+IDS = ["tilt0", "tilt0.3", "tilt2.5", "tilt1-huberhinge", "robust0", "robust0.2", "robust0.5-pm1", "robust-subset"]
 
 
 @pytest.mark.parametrize("loss", LOSSES, ids=IDS)
@@ -153,3 +154,33 @@ def test_robust_subgradient_at_zero_has_least_norm():
     both = RobustLogistic(c_small).grad(np.vstack([zero, np.ones(X.shape[1])]), X, y)
     np.testing.assert_allclose(both[0], 0.5 * g_s, rtol=1e-12)
     np.testing.assert_allclose(both[1], RobustLogistic(c_small).grad(np.ones(X.shape[1]), X, y), rtol=1e-12)
+
+
+def test_an_attack_on_some_coordinates_is_the_worst_perturbation_supported_there():
+    """With attack coordinates A, ℓ_r is the max over ‖v‖ ≤ r with v zero outside A, the margin
+    y⟨w, x⟩ − r‖w_A‖; robust_accuracy counts with the same margin; the least-norm subgradient at
+    the kink w_A = 0 leaves the other coordinates' gradient alone."""
+    X, y = data(n=20, labels="pm1")
+    rng = np.random.default_rng(9)
+    w, r, A = rng.normal(size=X.shape[1]), 0.3, (0, 2)
+    loss = RobustLogistic(r, labels="pm1", coordinates=A)
+    w_a = np.zeros_like(w)
+    w_a[list(A)] = w[list(A)]
+    worst = Logistic("pm1").per_example_value(w, X - r * y[:, None] * w_a / np.linalg.norm(w_a), y)
+    np.testing.assert_allclose(loss.per_example_value(w, X, y), worst, rtol=1e-12)
+    for _ in range(200):
+        v = np.zeros_like(X)
+        v[:, list(A)] = rng.normal(size=(len(y), len(A)))
+        v *= r / np.linalg.norm(v, axis=1, keepdims=True)
+        assert np.all(Logistic("pm1").per_example_value(w, X + v, y) <= loss.per_example_value(w, X, y) + 1e-12)
+    margins = y * (X @ w) - r * np.linalg.norm(w_a)
+    assert robust_accuracy(w, X, y, r, A) == pytest.approx(np.mean(margins > 0))
+    kink = w.copy()
+    kink[list(A)] = 0.0
+    plain = Logistic("pm1").grad(kink, X, y)
+    g = loss.grad(kink, X, y)
+    outside = [j for j in range(X.shape[1]) if j not in A]
+    np.testing.assert_allclose(g[outside], plain[outside], rtol=1e-12)
+    assert np.linalg.norm(g[list(A)]) <= np.linalg.norm(plain[list(A)]) + 1e-15
+    with pytest.raises(ValueError, match="distinct column indices"):
+        RobustLogistic(0.1, coordinates=(1, 1))

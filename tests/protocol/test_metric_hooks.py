@@ -133,3 +133,48 @@ def _synthetic_arrays(generated):
     y01 = y.astype(np.int8)
     return {"X": X, "y01": y01, "ypm": (2 * y01 - 1).astype(np.int8), "columns": np.array([]),
             "preprocessing": np.array("public-bounds")}
+
+
+def test_robust_attack_on_the_numeric_columns_checks_the_fits_own_attack():
+    """attack: numeric moves only the columns that are neither one-hot nor the bias, and a fit
+    trained against another attack is refused (its robustness would be measured against the
+    wrong threat)."""
+    from dperm.protocol.metric_hooks import attack_coordinates
+
+    arrays = toy_arrays(n=200)
+    arrays["columns"] = np.array(["bias", "sex=Female", "age", "race=Black", "hours"])
+    assert attack_coordinates(arrays["columns"], "numeric") == (2, 4)
+    assert attack_coordinates(["x0", "x1"], "numeric") is None  # every column: the plain attack
+    metrics = {"robust": {"test_radii": [0, 0.1], "attack": "numeric"}}
+    ok = run_cell(spec("adv", "2", hyper={"radius": 0.1, "attack_coordinates": [2, 4]}, experiment="adv",
+                       metrics=metrics), arrays)
+    np.testing.assert_array_equal(extra(ok, "robust_accuracy_0"), ok["accuracy"].to_numpy())
+    assert (extra(ok, "robust_accuracy_0.1") <= extra(ok, "robust_accuracy_0")).all()
+    with pytest.raises(ValueError, match="trained against the attack on columns"):  # trained on every column
+        run_cell(spec("adv", "2", hyper={"radius": 0.1}, experiment="adv", metrics=metrics), arrays)
+    with pytest.raises(ValueError, match="trained against the attack on columns"):  # measured on every column
+        run_cell(spec("adv", "2", hyper={"radius": 0.1, "attack_coordinates": [2, 4]}, experiment="adv",
+                      metrics={"robust": {"test_radii": [0, 0.1]}}), arrays)
+
+
+def test_solver_speed_measures_the_black_box_fits_against_the_certified_optimum():
+    """The hook reads the split's certified optimum, measures each black-box solver once per
+    split (every ε cell of a job gets the same numbers) and leaves other fits alone."""
+    from dperm.optimum import compute_optima
+    from dperm.protocol.runner import run_job
+
+    arrays = toy_arrays(n=200)
+    metrics = {"solver_speed": {"sgd_budget": 2}}
+    protocol = {"kind": "holdout", "test_fraction": 0.25, "repeats": 1, "draws": 2}
+    cells = [spec("outpert-blackbox", e, hyper={"solver": "agd"}, metrics=metrics, experiment="compare",
+                  protocol=protocol) for e in ("1", "10")]
+    optima = compute_optima(cells[0], arrays)
+    records = run_job(cells, arrays, optima)
+    evals = extra(records, "grad_evals_to_alpha")
+    assert len(set(evals)) == 1 and evals[0] <= extra(records, "certified_grad_evals")[0]
+    assert set(extra(records, "reached_alpha")) == {True}
+    exact = run_cell(spec("outpert-exact", "1", metrics=metrics, experiment="compare", protocol=protocol), arrays,
+                     optima)
+    assert "grad_evals_to_alpha" not in json.loads(exact["extra"].iloc[0])
+    with pytest.raises(ValueError, match="certified optima"):
+        run_cell(cells[0], arrays)

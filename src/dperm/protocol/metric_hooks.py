@@ -10,8 +10,12 @@ report layer (:func:`dperm.report.stats.with_extra`).
   are, the smallest group's size, and the tilted objective F_t of the released weights on the
   training rows at the fit's own tilt t (``tilted_objective_t``: its ``tilt`` hyper-parameter
   with the algorithm's default; an algorithm without one minimises the plain risk, t = 0).
-* ``robust`` (``test_radii``): accuracy under the worst ℓ2 attack of each radius r (a row counts
-  iff y⟨w, x⟩ − r‖w‖ > 0), and the radius the fit was trained at (its ``radius``, or 0).
+* ``robust`` (``test_radii``, ``attack``): accuracy under the worst ℓ2 attack of each radius r (a
+  row counts iff y⟨w, x⟩ − r‖w_A‖ > 0), and the radius the fit was trained at (its ``radius``, or
+  0). ``attack``: ``all`` (default; A = every column) or ``numeric`` (A = the columns that are
+  neither one-hot indicators, ``<attribute>=<level>``, nor the bias: what an attacker can move
+  continuously); a fit trained against an attack (``attack_coordinates``) must have been trained
+  against this one.
 * ``population`` (``dataset``, ``start``): excess population risk F_P(w) − min F_P on rows
   [start, end) of a prepared dataset (the same seeded stream the training rows are a prefix of,
   never trained on); only where the training dataset is of that stream (same synthetic family and
@@ -19,6 +23,11 @@ report layer (:func:`dperm.report.stats.with_extra`).
 * ``curvature`` (no settings): tr ∇²F(ŵ)/p at the certified minimiser ŵ of the training rows (the
   quadratic model's factor: excess ≈ ½·(tr∇²F/p)·E‖z‖² for isotropic noise z), with ŵ's
   certified gap bound.
+* ``solver_speed`` (``sgd_budget``: full-gradient equivalents SGD may run): for a black-box fit
+  (``outpert-blackbox``, μ > 0), the iterations its solver needs on the training rows to reach
+  F(w) − F* ≤ α (the α its sensitivity needs), measured against the split's certified optimum F*
+  (:mod:`dperm.algorithms.blackbox.speed`), beside the certified count; one measurement per
+  split, shared by the cells of a job (the solve does not depend on ε). Other fits: nothing.
 
 A hook that needs other data declares it (:func:`data_needs`): the job then receives those
 prepared arrays (``run-job --extra <role>=<file>``).
@@ -63,6 +72,8 @@ class FitContext:
     hyper: dict  # every hyper-parameter of the fit, defaults filled in
     data: dict = field(default_factory=dict)  # role -> other prepared arrays (data_needs)
     cache: dict = field(default_factory=dict)  # shared by the fits of one job
+    optimum: dict | None = None  # the split's certified optima (F_star, ...), where the cell has them
+    result_extra: dict = field(default_factory=dict)  # what the algorithm reported beyond the weights
 
     @property
     def test(self):
@@ -149,14 +160,38 @@ def radius_token(value) -> str:
     return f"{float(value):g}"
 
 
+ATTACKS = ("all", "numeric")
+
+
+def attack_coordinates(columns, attack: str) -> tuple[int, ...] | None:
+    """The column indices an attack of kind ``attack`` may move (None: every column)."""
+    if attack not in ATTACKS:
+        raise ValueError(f"robust: attack must be one of {ATTACKS}; got {attack!r}")
+    columns = [str(c) for c in columns]
+    if attack == "all":
+        return None
+    picked = tuple(j for j, c in enumerate(columns) if "=" not in c and c != "bias")
+    if not picked:
+        raise ValueError("robust: attack 'numeric' found no numeric column among the prepared columns")
+    return None if len(picked) == len(columns) else picked
+
+
 @metric_hook("robust")
 def robust(ctx: FitContext) -> dict:
     from ..losses import robust_accuracy
 
     X_test, y_test = ctx.test
-    out = {"train_radius": float(ctx.hyper.get("radius", 0.0))}
+    coordinates = attack_coordinates(ctx.arrays["columns"], ctx.settings.get("attack", "all"))
+    trained = ctx.hyper.get("attack_coordinates")
+    trained = None if trained is None or len(trained) == X_test.shape[1] else tuple(sorted(int(j) for j in trained))
+    radius = float(ctx.hyper.get("radius", 0.0))
+    if "attack_coordinates" in ctx.hyper and radius > 0 and trained != coordinates:
+        raise ValueError(f"robust: the fit was trained against the attack on columns {trained} but is measured "
+                         f"against {coordinates} (attack {ctx.settings.get('attack', 'all')!r})")
+    out = {"train_radius": radius}
     for r in ctx.settings["test_radii"]:
-        out[f"robust_accuracy_{radius_token(r)}"] = np.atleast_1d(robust_accuracy(ctx.weights, X_test, y_test, r))
+        out[f"robust_accuracy_{radius_token(r)}"] = np.atleast_1d(
+            robust_accuracy(ctx.weights, X_test, y_test, r, coordinates))
     return out
 
 
@@ -212,3 +247,25 @@ def curvature(ctx: FitContext) -> dict:
         ctx.cache[key] = (float(np.trace(solvers.glm_hessian(ctx.train, res.x)) / ctx.train.p), float(res.gap_bound))
     value, gap = ctx.cache[key]
     return {"curvature": value, "optimum_gap_bound": gap}
+
+
+# -- measured solver speed ---------------------------------------------------------------------------
+
+@metric_hook("solver_speed")
+def solver_speed(ctx: FitContext) -> dict:
+    from ..algorithms.blackbox import speed
+    from .seeds import cell_algorithm, derive_seed
+
+    if ctx.result_extra.get("solver") not in speed.MEASURED:
+        return {}
+    if ctx.optimum is None:
+        raise ValueError("solver_speed needs the certified optima of the training rows: a cell of a convex model "
+                         "whose experiment solves them")
+    key = ("solver_speed", cell_algorithm(ctx.spec), ctx.split.fold, ctx.split.repeat)
+    if key not in ctx.cache:
+        seed = derive_seed(ctx.spec["seed"], "solver_speed", ctx.spec["paper"], ctx.spec["experiment"],
+                           ctx.spec["dataset"], ctx.spec["model"]["name"], *key[1:])
+        ctx.cache[key] = speed.measure(ctx.train, ctx.result_extra, ctx.hyper, f_star=float(ctx.optimum["F_star"]),
+                                       rng=np.random.default_rng(seed),
+                                       sgd_budget=float(ctx.settings.get("sgd_budget", 20.0)))
+    return dict(ctx.cache[key])

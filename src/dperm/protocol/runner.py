@@ -159,14 +159,14 @@ class _Cell:
 
         records = fit_records(spec, algo, self.privacy, format_epsilon(spec["epsilon"]), result, split, seed,
                               elapsed, metrics(result), self.full.p, self.recorded_hyper(), self.preprocessing,
-                              self.measured(split, train, result))
+                              self.measured(split, train, result, optimum=row))
         missing = sorted(set(self.path) - set(result.path))
         if missing:
             raise RuntimeError(f"{spec['algorithm']} returned no release at steps {missing} of its path")
         for t in self.path:  # the same run after t steps: its own cell (setting T<t>)
             records += fit_records(spec, algo, self.privacy, f"T{t}", result.path[t], split, seed, elapsed,
                                    metrics(result.path[t]), self.full.p, self.recorded_hyper(t), self.preprocessing,
-                                   self.measured(split, train, result.path[t], t))
+                                   self.measured(split, train, result.path[t], t, optimum=row))
         return records
 
     def resolved_hyper(self, steps: int | None = None) -> dict:
@@ -184,15 +184,18 @@ class _Cell:
 
         return record_json(self.resolved_hyper(steps))
 
-    def measured(self, split: Split, train, result, steps: int | None = None) -> dict | None:
-        """What the cell's metric hooks measure on ``result`` (None when it asks for none)."""
+    def measured(self, split: Split, train, result, steps: int | None = None, optimum=None) -> dict | None:
+        """What the cell's metric hooks measure on ``result`` (None when it asks for none);
+        ``optimum``: the split's row of the certified optima, where the cell has them."""
         if not self.spec.get("metrics") or result.weights is None:
             return None
         from .metric_hooks import FitContext, compute
 
         return compute(FitContext(spec=self.spec, settings={}, split=split, train=train, full=self.full,
                                   arrays=self.arrays, weights=np.atleast_2d(result.weights),
-                                  hyper=self.resolved_hyper(steps), data=self.data, cache=self.cache))
+                                  hyper=self.resolved_hyper(steps), data=self.data, cache=self.cache,
+                                  optimum=None if optimum is None else dict(optimum),
+                                  result_extra=dict(result.extra or {})))
 
 
 def _prepare(spec: dict, arrays: dict, optima: pd.DataFrame | None, data: dict | None = None,

@@ -210,6 +210,45 @@ def within_factor(a: Estimate, b: Estimate, factor: float, *, guarded: Sequence[
     return Verdict(INCONCLUSIVE, test, f"the interval crosses a bound: {reason}")
 
 
+def exact(name: str, value: float, learns: str = "n/a") -> Estimate:
+    """An :class:`Estimate` of a value known without sampling error (a deterministic count, a
+    majority rate, a bound): zero spread, so the interval predicates compare against it as a
+    constant."""
+    return Estimate(name, float(value), 0.0, 2, 0.0, learns)
+
+
+def ratio_below(a: Estimate, b: Estimate, bound: float, *, a_lower_bound: bool = False, b_lower_bound: bool = False,
+                guarded: Sequence[Estimate] = ()) -> Verdict:
+    """The claim "a/b is below ``bound``" (a needs a fraction of b, say): supported when the 95%
+    interval of a/b (delta method; exact values have none) lies below ``bound``, not supported
+    when it lies above, else inconclusive. A censored count is known only to exceed its value:
+    ``b_lower_bound`` (a/b is at most the ratio shown) can support but never refute,
+    ``a_lower_bound`` (a/b is at least the ratio shown) can refute but never support."""
+    test = f"95% interval of the ratio (delta method) below / above {bound:g}"
+    if a_lower_bound or b_lower_bound:
+        test += f" ({'numerator' if a_lower_bound else 'denominator'} a lower bound)"
+    stopped = guard(a, b, *guarded, test=test)
+    if stopped:
+        return stopped
+    if not (a.mean > 0 and b.mean > 0):
+        return Verdict(INCONCLUSIVE, test, f"the ratio needs positive means: {a.text()}, {b.text()}")
+    ratio = a.mean / b.mean
+    rel = math.hypot(*[c.half / c.mean if math.isfinite(c.half) else 0.0 for c in (a, b)])
+    low, high = ratio * math.exp(-rel), ratio * math.exp(rel)
+    reason = (f"{a.text()}{' (at least)' if a_lower_bound else ''} / {b.text()}"
+              f"{' (at least)' if b_lower_bound else ''} = {ratio:.3g}"
+              + (f" (interval {low:.3g}–{high:.3g})" if rel > 0 else ""))
+    if a_lower_bound and b_lower_bound:
+        return Verdict(INCONCLUSIVE, test, f"both counts are censored: {reason}")
+    if high < bound and not a_lower_bound:
+        return Verdict(SUPPORTED, test, reason)
+    if low > bound and not b_lower_bound:
+        return Verdict(NOT_SUPPORTED, test, reason)
+    censored = (b_lower_bound and low > bound) or (a_lower_bound and high < bound)
+    why = "a censored count leaves it open" if censored else "the interval crosses the bound"
+    return Verdict(INCONCLUSIVE, test, f"{why}: {reason}")
+
+
 def paired_greater(name: str, differences, margin: float = 0.0) -> Verdict:
     """The claim "the first of two paired runs is higher": the t-interval of the per-pair
     differences (same fold, repeat and draw) above ``margin``: supported; below: not supported."""

@@ -21,6 +21,10 @@ solvers. Counts and their sources are in :mod:`dperm.algorithms.blackbox.theory`
   taken at; T = ⌈8L²/(μα)⌉ − 1 for E F − F* ≤ α, **in expectation only**. T is capped at
   ``max_steps``: the noise is then calibrated to the α that the T run certifies (still in
   expectation), 2G²/(μ(T + 1)) with G = 2L, and ``extra`` records the T the target α needs.
+* ``agd-smoothed`` — for the non-smooth hinge (their Theorem 3.1, any Lipschitz loss): Nesterov's
+  method on the Huberised hinge with h = 2α to α/2, which certifies F(w_T) − F* ≤ α for the
+  hinge objective itself (hinge ≤ ℓ_h ≤ hinge + h/4; :mod:`dperm.algorithms.blackbox.theory`).
+  Deterministic. The hinge also admits ``sgd``; ``gd``, ``agd`` and ``katyusha`` need a smooth loss.
 * ``katyusha`` — Katyusha (Alg. 3, Allen-Zhu 2018; :func:`dperm.solvers.katyusha`, m = 2n,
   L_K = β of the loss, σ = μ) for the epochs its Theorem 2.1 needs (constant 4), **in
   expectation only**. With δ > 0 and ``high_probability`` (default) the Markov remedy makes the
@@ -64,14 +68,24 @@ def _noise_budget(epsilon, delta, *, share):
     return bb.markov_split(epsilon, delta, share)[:2]
 
 
-def _solve(problem, solver, rng, *, L, beta_loss, mu, alpha, max_steps, batch_size, guarantee):
+def _solve(problem, solver, rng, *, L, beta_loss, mu, alpha, max_steps, batch_size, guarantee, row_bound):
     """Run ``solver`` on ``problem`` to accuracy ``alpha``; returns (w, grad evals, iterations,
     certified α, extra, notes, seconds)."""
     n = problem.n
-    beta = beta_loss + mu
-    gap0 = bb.initial_gap(problem.loss)
     extra, notes = {"solver": solver, "alpha_target": alpha}, []
     t0 = time.perf_counter()
+    if solver == "agd-smoothed":
+        from ...losses import HuberHinge
+
+        h, beta_h, steps = bb.smoothed_plan(alpha, mu, L, row_bound)
+        w = solvers.nesterov(problem.with_loss(HuberHinge(h=h)), np.zeros(problem.p), n_iter=steps,
+                             smoothness=beta_h, mu=mu).x
+        extra.update(steps=steps, guarantee=guarantee, huber_h=h, smoothed_smoothness=beta_h)
+        notes.append(f"hinge: Nesterov's method on the Huberised hinge (h = 2 alpha = {h:.3g}) to alpha/2, "
+                     "which certifies alpha for the hinge objective (hinge <= huber <= hinge + h/4)")
+        return w, float(steps), steps, alpha, extra, notes, time.perf_counter() - t0
+    beta = None if beta_loss is None else beta_loss + mu  # the hinge (sgd only) has none
+    gap0 = bb.initial_gap(problem.loss)
     if solver == "gd":
         steps = bb.gd_steps(alpha, mu, beta, gap0)
         w = solvers.gradient_descent(problem, np.zeros(problem.p), step=1.0 / beta, n_iter=steps).x
@@ -116,7 +130,7 @@ def fit_outpert_blackbox_settings(problem, privacies, rngs, draws: int = 1, *, s
         raise ValueError(f"alpha_scale must be a finite number > 0; got alpha_scale={alpha_scale!r}")
     if max_steps is not None and int(max_steps) < 1:
         raise ValueError(f"max_steps must be >= 1 or null; got max_steps={max_steps!r}")
-    clipped, L, beta_loss, mu = bb.erm_setup(problem, "outpert-blackbox", row_bound)
+    clipped, L, beta_loss, mu = bb.blackbox_setup(problem, "outpert-blackbox", row_bound, solver)
     if not 1 <= int(batch_size) <= clipped.n:
         raise ValueError(f"batch_size must be in [1, n = {clipped.n}]; got batch_size={batch_size!r}")
     factor = 1.0 + 2.0 * math.sqrt(2.0 * float(alpha_scale))  # Δ_α/Δ_F for a certified solver
@@ -150,7 +164,7 @@ def fit_outpert_blackbox_settings(problem, privacies, rngs, draws: int = 1, *, s
         rng = bb.solver_rng(rngs[members[0]]) if solver in bb.STOCHASTIC else None
         w, evals, iters, certified, extra, solve_notes, seconds = _solve(
             target, solver, rng, L=L, beta_loss=beta_loss, mu=lam, alpha=run_alpha, max_steps=max_steps,
-            batch_size=int(batch_size), guarantee=guarantee)
+            batch_size=int(batch_size), guarantee=guarantee, row_bound=float(row_bound))
         if markov:
             certified = alpha  # with probability >= 1 - delta'
             extra["failure_probability"] = run_alpha / alpha
@@ -158,7 +172,7 @@ def fit_outpert_blackbox_settings(problem, privacies, rngs, draws: int = 1, *, s
             solve_notes.append(EXPECTATION_NOTE)
         used = delta_f + 2.0 * bb.distance_bound(certified, lam)
         extra.update(extra_common, alpha_certified=certified, sensitivity_erm=delta_f, lipschitz=L,
-                     smoothness=beta_loss + lam, mu=lam)
+                     smoothness=None if beta_loss is None else beta_loss + lam, mu=lam)
         accounting = ("one release: black-box output perturbation (Lowy & Razaviyayn Prop. 3.1)"
                       + ("; solver accuracy in expectation only, claim unproven" if guarantee == "expectation" else "")
                       + ("; Markov failure probability charged to delta" if markov else ""))
@@ -191,7 +205,19 @@ def _audit_cases():
                                                ("katyusha", 1e-5, 2000, "delta > 0: the Markov remedy"))]
     # the stochastic cases audit the solvers' failure probability, which no calibration mutant changes
     fresh = [[dataclasses.replace(case, for_mutants=False) for case in group] for group in fresh]
-    return [case for group in shared + fresh for case in group]
+    return [case for group in shared + fresh for case in group] + _hinge_canary()
+
+
+def _hinge_canary():
+    """``agd-smoothed`` certifies α for the (non-smooth) hinge objective: a replace-one canary on
+    an unused coordinate of hinge rows (ε = 1, ε-DP)."""
+    from ...losses import Hinge
+    from ..audit_cases import AuditCase, canary_problems
+
+    d, d_prime, c = canary_problems("replace-one", l2=0.1, loss=Hinge())
+    return [AuditCase(name="canary on an unused coordinate, solver agd-smoothed (hinge)", d=d, d_prime=d_prime,
+                      privacy=Privacy(1.0, 0.0), hyper={"solver": "agd-smoothed", "max_steps": 20_000},
+                      statistic=lambda W, c=c: np.asarray(W)[:, c], runs=2000, for_mutants=False)]
 
 
 _LIMIT = ("the noise covers Delta_alpha = Delta_F + 2 sqrt(2 alpha/mu) = 2 Delta_F; the second half is the solver's "
@@ -214,9 +240,9 @@ def fit_outpert_blackbox(problem, privacy: Privacy, rng, draws: int = 1, *, solv
                          row_bound: float = 1.0, radius: float | None = None, gaussian: str = "zhao",
                          alpha_scale: float = 0.125, max_steps: int | None = 100_000, batch_size: int = 1,
                          high_probability: bool = True, failure_share: float = 0.5):
-    """``solver`` ∈ {"gd", "agd", "sgd", "katyusha"}; ``row_bound`` R_x; ``radius`` R ≥ ‖w*‖ (μ = 0
-    only); ``gaussian`` ∈ {"zhao", "analytic"}; ``alpha_scale`` = α/(μΔ_F²); ``max_steps`` and
-    ``batch_size``: SGD's step cap and batch; ``high_probability``, ``failure_share``: Katyusha's
+    """``solver`` ∈ {"gd", "agd", "sgd", "katyusha", "agd-smoothed" (the hinge)}; ``row_bound`` R_x;
+    ``radius`` R ≥ ‖w*‖ (μ = 0 only); ``gaussian`` ∈ {"zhao", "analytic"}; ``alpha_scale`` = α/(μΔ_F²);
+    ``max_steps`` and ``batch_size``: SGD's step cap and batch; ``high_probability``, ``failure_share``: Katyusha's
     Markov remedy under (ε, δ)-DP (δ′ = failure_share·δ)."""
     return fit_outpert_blackbox_settings(
         problem, [privacy], [rng], draws, solver=solver, row_bound=row_bound, radius=radius, gaussian=gaussian,

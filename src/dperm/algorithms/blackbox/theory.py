@@ -34,6 +34,16 @@ has F(w_A) − F* ≤ α surely is within √(2α/μ) of w* (strong convexity), 
   when mμ/L_K > 3/4 and (1 + √(μ/(3L_K m)))^m otherwise, m = 2n inner steps, L_K = β; the
   theorem writes O(·); we take C = 4 (our reading of its proof); **in expectation only**.
 
+**Non-smooth Lipschitz losses** (the hinge; their Theorem 3.1 covers any L-Lipschitz loss): the
+black box needs a point with F(w) − F* ≤ α surely, which no gradient method certifies without a
+smoothness constant. ``agd-smoothed`` uses the Huberised hinge ℓ_h
+(:class:`dperm.losses.HuberHinge`), which satisfies hinge ≤ ℓ_h ≤ hinge + h/4 pointwise, so
+F ≤ F_h ≤ F + h/4 and F* ≥ F_h* − h/4; hence F(w) − F* ≤ (F_h(w) − F_h*) + h/4. With h = 2α and
+Nesterov's method run on F_h (β_h = R_x²/(2h) + μ, G₀ = 1 = ℓ_h(0)) for the certified count to
+α/2, every run ends at F(w_T) − F* ≤ α: deterministic, so the sensitivity Δ_F + 2√(2α/μ) holds
+on every run (Δ_F = 2L/(μn), L = R_x for the hinge). The price is κ_h ≈ 1/(4αμ) = n²/(2L²): about
+n/√2·ln(·) steps, so it is run on small n. ``sgd`` (the paper's Corollary 3.1) needs only L too.
+
 **Expectation only** (docs/privacy.md#blackbox-expectation): for SGD and Katyusha the accuracy,
 hence the sensitivity bound, holds in expectation, which proves nothing about a single run. The
 remedy implemented here (``high_probability``): Markov's inequality. Run to expected accuracy
@@ -89,8 +99,11 @@ from ... import solvers
 from ...privacy.perturbation import draw_noise, noise_calibration
 from ..base import FitResult, draw_rngs
 
-SOLVERS = ("gd", "agd", "sgd", "katyusha")
+SOLVERS = ("gd", "agd", "sgd", "katyusha", "agd-smoothed")
 STOCHASTIC = ("sgd", "katyusha")
+#: the solvers a non-smooth Lipschitz loss (the hinge) admits: neither needs a gradient's
+#: Lipschitz constant of the loss itself
+NONSMOOTH_SOLVERS = ("agd-smoothed", "sgd")
 KATYUSHA_CONSTANT = 4.0
 GAUSSIANS = ("zhao", "analytic")
 
@@ -264,6 +277,34 @@ def erm_setup(problem, name: str, row_bound):
     L, beta_loss = smooth_glm_constants(problem, R_x, name)
     mu = check_regulariser(problem, name)
     return enforce_row_bound(problem, R_x), L, beta_loss, mu
+
+
+def blackbox_setup(problem, name: str, row_bound, solver: str):
+    """(rows in the public ball, L, β of the loss (None for a non-smooth one), μ) for the black
+    box with ``solver``: smooth losses as :func:`erm_setup` (every solver but ``agd-smoothed``);
+    the plain hinge, Lipschitz but not smooth, with the solvers of :data:`NONSMOOTH_SOLVERS`."""
+    from ...losses import Hinge
+    from ...privacy.perturbation import check_regulariser, check_row_bound, enforce_row_bound
+
+    if isinstance(problem.loss, Hinge):
+        if solver not in NONSMOOTH_SOLVERS:
+            raise ValueError(f"{name}: the hinge is not smooth, so solver {solver!r} has no certified count; use one "
+                             f"of {NONSMOOTH_SOLVERS}")
+        R_x = check_row_bound(row_bound)
+        return enforce_row_bound(problem, R_x), float(problem.loss.lipschitz(R_x)), None, \
+            check_regulariser(problem, name)
+    if solver == "agd-smoothed":
+        raise ValueError(f"{name}: solver 'agd-smoothed' smooths the non-smooth hinge; for the smooth loss "
+                         f"{getattr(problem.loss, 'name', problem.loss)!r} use 'agd'")
+    return erm_setup(problem, name, row_bound)
+
+
+def smoothed_plan(alpha: float, mu: float, L: float, row_bound: float) -> tuple[float, float, int]:
+    """(h, β_h, T) of ``agd-smoothed`` (module docstring): h = 2α, β_h = R_x²/(2h) + μ and the
+    certified Nesterov count to α/2 on F_h from 0 (G₀ = 1, ‖w_h*‖ ≤ L/μ)."""
+    h = 2.0 * alpha
+    beta_h = float(row_bound) ** 2 / (2.0 * h) + mu
+    return h, beta_h, agd_steps(alpha / 2.0, mu, beta_h, 1.0, L / mu)
 
 
 def check_gaussian(gaussian: str) -> str:

@@ -14,10 +14,14 @@ import pandas as pd
 
 from ...report.figures import algorithm_styles, epsilon_axis, legend_and_caption
 from ...report.stats import extra_column, t_interval
+from . import plots
 
 KEYS = ["experiment", "privacy", "dataset", "model", "algorithm", "label", "epsilon"]
 EXTRA = ["solver", "guarantee", "steps_for_target", "grad_evals_for_target", "sensitivity", "noise_scale",
-         "alpha_certified", "lambda"]
+         "alpha_certified", "lambda", "lipschitz", "mu", "expected_noise_norm", "expected_noise_norm_sq",
+         # the solver_speed hook's measurement (dperm.algorithms.blackbox.speed)
+         "grad_evals_to_alpha", "reached_alpha", "certified_grad_evals", "gap_at_stop", "alpha_measured",
+         "budget_evals"]
 REFERENCE = "outpert-exact"
 BASELINE = "nonprivate"
 
@@ -32,26 +36,46 @@ def load(records: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _mean_ci(values) -> tuple[float, float, int]:
+def _mean_ci(values) -> tuple[float, float, int, float]:
     interval = t_interval(values)
-    return interval.mean, interval.half, interval.n
+    return interval.mean, interval.half, interval.n, interval.std
 
 
 def cell_table(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: means and 95% half-widths of excess risk and accuracy, mean cost, and the
-    solver facts (guarantee, α certified, sensitivity, noise scale)."""
+    """One row per cell: means, 95% half-widths and standard deviations of excess risk and
+    accuracy, the learning guard's inputs and verdict, mean cost, the solver facts (guarantee,
+    α certified, sensitivity, noise scale), the measured solver speed where the cell asked for
+    it, and, for a black box on a non-smooth loss, the bound of Theorem 3.1(a) on its expected
+    excess risk, α + L·E‖z‖ + (μ/2)·E‖z‖² (:func:`nonsmooth_bound`)."""
+    from ...report.guard import learns
+
     rows = []
     for key, g in records.groupby(KEYS, sort=False, dropna=False):
         row = dict(zip(KEYS, key))
         for metric in ("excess_risk", "accuracy"):
-            row[metric], row[f"{metric}_ci95"], row["n"] = _mean_ci(g[metric])
+            row[metric], row[f"{metric}_ci95"], row["n"], row[f"{metric}_std"] = _mean_ci(g[metric])
+        row["majority_rate"] = float(g["majority_rate"].mean())
+        row["positive_share"] = float(g["positive_share"].mean())
+        row["learns"] = learns(row["accuracy"], row["accuracy_ci95"], row["majority_rate"], row["positive_share"])
         row["grad_evals"] = float(g["grad_evals"].mean())
         row["seconds"] = float(g["fit_seconds"].mean())
         for extra in EXTRA:
             values = [v for v in g[extra] if v is not None]
             row[extra] = values[0] if values else None
+        row["nonsmooth_bound"] = nonsmooth_bound(row)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def nonsmooth_bound(row) -> float:
+    """E[F(w_A + z)] − F* ≤ α + L·E‖z‖ + (μ/2)·E‖z‖² for the black box on an L-Lipschitz loss with
+    (μ/2)‖w‖² (Lowy & Razaviyayn Thm 3.1(a), constants ours: the loss part moves by at most L‖z‖,
+    the regulariser by μ⟨w_A, z⟩ + (μ/2)‖z‖², whose first term has mean 0 for symmetric z); NaN
+    for other cells (smooth losses have the tighter (β/2)·E‖z‖² of Thm 3.2)."""
+    if row.get("solver") != "agd-smoothed":
+        return np.nan
+    return float(row["alpha_certified"]) + float(row["lipschitz"]) * float(row["expected_noise_norm"]) \
+        + 0.5 * float(row["mu"]) * float(row["expected_noise_norm_sq"])
 
 
 def ratio_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -82,8 +106,23 @@ def ratio_table(cells: pd.DataFrame) -> pd.DataFrame:
                 "seconds": float(a["seconds"].mean()), "seconds_vs_lbfgs": float(a["seconds"].mean()) / base_seconds,
                 "grad_evals_for_target_alpha": _target_cost(a),
                 "guarantee": a["guarantee"].dropna().iloc[0] if a["guarantee"].notna().any() else "",
+                **_measured(a),
             })
     return pd.DataFrame(rows)
+
+
+def _measured(cells: pd.DataFrame) -> dict:
+    """The measured iterations to α (full-gradient equivalents), whether α was reached within the
+    budget, and the certified count, where the cell's experiment measured them (one measurement
+    per split, the same for every ε)."""
+    names = {"grad_evals_to_alpha": "measured_evals_to_alpha", "reached_alpha": "reached_alpha",
+             "certified_grad_evals": "certified_evals_to_alpha", "budget_evals": "measured_budget_evals",
+             "gap_at_stop": "measured_gap_at_stop", "alpha_measured": "alpha"}
+    out = {}
+    for key, name in names.items():
+        values = cells[key].dropna() if key in cells else pd.Series(dtype=object)
+        out[name] = values.iloc[0] if len(values) else np.nan
+    return out
 
 
 def _target_cost(cells: pd.DataFrame) -> float:
@@ -98,13 +137,11 @@ def _target_cost(cells: pd.DataFrame) -> float:
     return np.nan if markov else float(cells["grad_evals"].mean())
 
 
-def _positive(values):
-    v = np.asarray(values, dtype=float)
-    return np.where(v > 0, v, np.nan)
-
-
 def excess_figure(cells: pd.DataFrame, privacy: str, *, title: str, caption: str, order, labels):
-    """Excess empirical risk against ε (log–log), one panel per (dataset, model)."""
+    """Excess empirical risk against ε (log–log), one panel per (dataset, model); bands and
+    limits as :mod:`.plots` says; a cell that does not learn is marked with a red cross."""
+    from ...report.figures import STUCK
+
     data = cells[(cells["privacy"] == privacy) & (cells["algorithm"] != BASELINE)]
     panels = list(dict.fromkeys(zip(data["dataset"], data["model"])))
     cols = min(4, len(panels))
@@ -115,15 +152,23 @@ def excess_figure(cells: pd.DataFrame, privacy: str, *, title: str, caption: str
     for i, (dataset, model) in enumerate(panels):
         ax = axes.flat[i]
         panel = data[(data["dataset"] == dataset) & (data["model"] == model)]
+        curves = {}
         for key in keys:
             cell = panel[panel["algorithm"] == key].sort_values("epsilon")
-            if cell.empty:
-                continue
-            mean, half = cell["excess_risk"].to_numpy(float), cell["excess_risk_ci95"].fillna(0).to_numpy(float)
-            ax.plot(cell["epsilon"], _positive(mean), lw=1.2, ms=4, label=labels.get(key, key), **style[key])
-            ax.fill_between(cell["epsilon"], _positive(mean - half), _positive(mean + half), color=style[key]["color"],
-                            alpha=0.15, lw=0)
+            if not cell.empty:
+                curves[key] = cell
+        limits, _ = plots.log_limits([m for c in curves.values() for m in c["excess_risk"]])
+        for key, cell in curves.items():
+            xs, mean = cell["epsilon"].to_numpy(float), cell["excess_risk"].to_numpy(float)
+            ax.plot(xs, plots.positive(mean), lw=1.2, ms=4, label=labels.get(key, key), **style[key])
+            if limits is not None:
+                plots.log_band(ax, xs, mean, cell["excess_risk_ci95"], style[key]["color"], limits)
+            stuck = (cell["learns"] == "no").to_numpy()
+            if stuck.any():
+                ax.scatter(xs[stuck], mean[stuck], **STUCK)
         ax.set_yscale("log")
+        plots.finish_log_panel(ax, {k: (c["epsilon"].to_numpy(float), c["excess_risk"].to_numpy(float))
+                                    for k, c in curves.items()}, {k: style[k]["color"] for k in curves})
         epsilon_axis(ax, panel)
         ax.set_title(_short(dataset, model).replace("\n", " ", 1).replace("\n", ", "), fontsize=9)
         ax.set_xlabel("ε (log scale)")
@@ -137,9 +182,9 @@ def excess_figure(cells: pd.DataFrame, privacy: str, *, title: str, caption: str
 
 def _short(dataset: str, model: str) -> str:
     """A bar label (lines) or panel title (with the line breaks made commas): "synthetic-logistic-n20000-d20"
-    -> "synthetic / n20000 d20", and μ from the model key."""
+    -> "synthetic / n20000 d20", and μ from the model key (the hinge named)."""
     name = dataset.replace("synthetic-logistic-", "synthetic\n").replace("-d", " d")
-    return f"{name}\n{model.replace('lr-mu', 'μ = ')}"
+    return f"{name}\n{model.replace('lr-mu', 'μ = ').replace('svm-mu', 'hinge, μ = ')}"
 
 
 def cost_figure(cells: pd.DataFrame, *, title: str, caption: str, order, labels):
@@ -151,18 +196,27 @@ def cost_figure(cells: pd.DataFrame, *, title: str, caption: str, order, labels)
     style = algorithm_styles([k for k in keys if k != BASELINE], order)
     fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.45 * len(groups)), 6.6), squeeze=False, sharex=True)
     width = 0.8 / max(len(keys), 1)
+    measured_label = "measured evaluations to α (solver_speed)"
     for i, (metric, name) in enumerate((("grad_evals", "gradient evaluations per run"),
                                         ("seconds", "seconds per run"))):
         ax = axes[i, 0]
         for k, key in enumerate(keys):
-            heights = []
+            heights, measured = [], []
             for dataset, model in groups:
                 cell = data[(data["dataset"] == dataset) & (data["model"] == model) & (data["algorithm"] == key)]
                 heights.append(float(cell[metric].mean()) if len(cell) else np.nan)
-            colour = "black" if key == BASELINE else style[key]["color"]
-            ax.bar(np.arange(len(groups)) + (k - len(keys) / 2 + 0.5) * width, heights, width, color=colour,
-                   label=labels.get(key, key), hatch="//" if key == BASELINE else None,
-                   alpha=0.4 if key == BASELINE else 0.85)
+                values = pd.to_numeric(cell["grad_evals_to_alpha"], errors="coerce").dropna() if len(cell) else []
+                measured.append(float(values.iloc[0]) if len(values) else np.nan)
+            xs = np.arange(len(groups)) + (k - len(keys) / 2 + 0.5) * width
+            if key == BASELINE:  # white with a black hatch: no colour of the palette
+                ax.bar(xs, heights, width, facecolor="white", edgecolor="black", hatch="//", lw=0.8,
+                       label=labels.get(key, key))
+            else:
+                ax.bar(xs, heights, width, color=style[key]["color"], label=labels.get(key, key), alpha=0.85)
+            if metric == "grad_evals" and np.isfinite(measured).any():
+                ax.scatter(xs, measured, marker="_", s=260, linewidths=2.2, color="black", zorder=5,
+                           label=measured_label)
+                measured_label = None
         ax.set_yscale("log")
         ax.set_xticks(np.arange(len(groups)))
         ax.set_xticklabels([_short(d, m) for d, m in groups], fontsize=8)

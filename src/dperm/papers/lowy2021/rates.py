@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ...datasets import synthetic
-from ...report.figures import algorithm_styles, legend_and_caption
+from ...report.figures import algorithm_styles, legend_and_caption, plain_log_axis
 from ...report.stats import half_width, with_extra
+from . import plots
 
 BOOTSTRAP = 2000
 PRIVATE = ("outpert-exact", "bb-agd")
@@ -136,16 +137,36 @@ def _reference(ax, xs, anchor_x, anchor_y, slope, label, colour="grey"):
     ax.plot(xs, anchor_y * (xs / anchor_x) ** slope, ls=":", color=colour, lw=1.0, label=label)
 
 
-def _series(ax, pts, col, metric, keys, style, labels):
+def _series(ax, pts, col, metric, keys, style, labels, *, dash=None, suffix=""):
+    """One curve per algorithm of ``pts`` against ``col`` on a log–log panel; returns
+    {key: (xs, means, halves, style)} for :func:`_finish` (bands need the panel's limits)."""
+    drawn = {}
     for key in keys:
         cell = pts[pts["algorithm"] == key].sort_values(col)
         if cell.empty or not np.isfinite(cell[metric]).any():
             continue
         mean, half = cell[metric].to_numpy(float), cell[f"{metric}_ci95"].fillna(0).to_numpy(float)
-        st = style.get(key, dict(color="black", marker="x", ls="--", mfc="black"))
-        ax.plot(cell[col], mean, lw=1.2, ms=4, label=labels.get(key, key), **st)
-        ax.fill_between(cell[col], np.maximum(mean - half, mean * 1e-3), mean + half, color=st["color"], alpha=0.15,
-                        lw=0)
+        st = dict(style.get(key, dict(color="black", marker="x", ls="--", mfc="black")))
+        if dash is not None:
+            st["ls"] = dash if key != "nonprivate" else "-"
+        ax.plot(cell[col], mean, lw=1.2, ms=4, label=labels.get(key, key) + suffix, **st)
+        drawn[(key, suffix)] = (cell[col].to_numpy(float), mean, half, st)
+    return drawn
+
+
+def _finish(ax, drawn: dict) -> None:
+    """Bands clipped to the panel's limits (from the means; off-scale points marked); no minor
+    tick labels on the log y axis (within a decade they crowd the axis)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    limits, _ = plots.log_limits([m for _, means, _, _ in drawn.values() for m in means])
+    if limits is None:
+        return
+    for xs, mean, half, st in drawn.values():
+        plots.log_band(ax, xs, mean, half, st["color"], limits, alpha=0.12)
+    plots.finish_log_panel(ax, {k: (xs, means) for k, (xs, means, _, _) in drawn.items()},
+                           {k: st["color"] for k, (_, _, _, st) in drawn.items()})
 
 
 def n_figure(pts: pd.DataFrame, d: int, *, title, caption, labels, order, population_rows: int):
@@ -156,37 +177,34 @@ def n_figure(pts: pd.DataFrame, d: int, *, title, caption, labels, order, popula
     for j, privacy in enumerate(("pure", "approx")):
         ax = axes[0, j]
         part = data[(data["privacy"] == privacy) & (data["algorithm"] != "nonprivate")]
-        _series(ax, part, "n", "excess_risk", keys, style, labels)
+        drawn = _series(ax, part, "n", "excess_risk", keys, style, labels)
         ref = part[part["algorithm"] == "outpert-exact"].sort_values("n")
         if len(ref):
             _reference(ax, ref["n"], ref["n"].iloc[0], ref["excess_risk"].iloc[0], -2.0, "slope −2 (Cor. 2.2)")
+        _finish(ax, drawn)
         ax.set_title(f"empirical, {'ε-DP' if privacy == 'pure' else '(ε, δ)-DP'}", fontsize=9)
         ax.set_ylabel("excess empirical risk F(w) − F*")
     ax = axes[0, 2]
+    drawn = {}
     for privacy, dash in (("pure", "-"), ("approx", "--")):
         part = data[data["privacy"] == privacy]
+        if privacy == "approx":
+            part = part[part["algorithm"] != "nonprivate"]
         for key in keys:
-            cell = part[part["algorithm"] == key].sort_values("n")
-            if cell.empty or (key == "nonprivate" and privacy == "approx"):
-                continue
-            st = dict(style.get(key, dict(color="black", marker="x", mfc="black")))
-            st["ls"] = dash if key != "nonprivate" else "-"
-            mean = cell["population_excess_risk"].to_numpy(float)
-            half = cell["population_excess_risk_ci95"].fillna(0).to_numpy(float)
             suffix = "" if key == "nonprivate" else (", ε-DP" if privacy == "pure" else ", (ε, δ)")
-            name = labels.get(key, key) + suffix
-            ax.plot(cell["n"], mean, lw=1.2, ms=4, label=name, **st)
-            ax.fill_between(cell["n"], np.maximum(mean - half, mean * 1e-3), mean + half, color=st["color"],
-                            alpha=0.12, lw=0)
+            drawn.update(_series(ax, part, "n", "population_excess_risk", [key], style, labels, dash=dash,
+                                 suffix=suffix))
     ref = data[(data["algorithm"] == "nonprivate")].sort_values("n")
     if len(ref):
         _reference(ax, ref["n"], ref["n"].iloc[-1], ref["population_excess_risk"].iloc[-1], -1.0,
                    "slope −1 (Prop. 4.2)", colour="black")
+    _finish(ax, drawn)
     ax.set_title(f"population ({population_rows:,} held-out rows)", fontsize=9)
     ax.set_ylabel("population excess risk")
     for ax in axes.flat:
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_axis(ax, "x", data["n"])
         ax.set_xlabel("n (training rows, log scale)")
         ax.grid(alpha=0.3, which="both", lw=0.5)
     legend_and_caption(fig, axes, title, caption, ncol=4)
@@ -203,13 +221,15 @@ def d_figure(pts: pd.DataFrame, n: int, *, title, caption, labels, order):
         for i, metric in enumerate(("excess_risk", "normalised_excess")):
             ax = axes[i, j]
             part = data[data["privacy"] == privacy]
-            _series(ax, part, "d", metric, keys, style, labels)
+            drawn = _series(ax, part, "d", metric, keys, style, labels)
             ref = part[part["algorithm"] == "outpert-exact"].sort_values("d")
             if len(ref):
                 _reference(ax, ref["d"], ref["d"].iloc[0], ref[metric].iloc[0], slope,
                            f"slope {slope:g} (Cor. 2.2)")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            _finish(ax, drawn)
+            plain_log_axis(ax, "x", data["d"])
             ax.set_title(f"{'ε-DP' if privacy == 'pure' else '(ε, δ)-DP'}", fontsize=9)
             ax.set_ylabel("excess empirical risk" if metric == "excess_risk"
                           else "excess / (½ tr∇²F/p)  (≈ E‖z‖²)")

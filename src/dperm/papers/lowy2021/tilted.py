@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402,I001  (after dperm.report.figures 
 import numpy as np
 import pandas as pd
 
-from ...report.figures import legend_and_caption
+from ...report.figures import STUCK, band, legend_and_caption, mark_off_scale, off_scale
 from ...report.stats import extra_column, t_interval, with_extra
 
 TERM_METRICS = ("test_loss", "worst_group_loss", "accuracy", "worst_group_accuracy")
@@ -28,6 +28,22 @@ TERM_LABELS = {"test_loss": "average test loss", "worst_group_loss": "worst-grou
 def _mean_ci(v):
     interval = t_interval(v)
     return interval.mean, interval.half
+
+
+def _stats(row: dict, name: str, values) -> None:
+    """``row[name]``, ``_ci95`` and ``_std`` of ``values`` (their mean, 95% half-width, std)."""
+    interval = t_interval(values)
+    row[name], row[f"{name}_ci95"], row[f"{name}_std"] = interval.mean, interval.half, interval.std
+
+
+def _guard(row: dict, g: pd.DataFrame) -> None:
+    """The learning guard's inputs and verdict for the cell of records ``g`` (clean accuracy)."""
+    from ...report.guard import learns
+
+    acc = t_interval(g["accuracy"])
+    row["majority_rate"] = float(g["majority_rate"].mean())
+    row["positive_share"] = float(g["positive_share"].mean())
+    row["learns"] = learns(acc.mean, acc.half, row["majority_rate"], row["positive_share"])
 
 
 #: what the tilted-ERM and adversarial records carry in ``extra`` beside the algorithm's noise
@@ -70,7 +86,8 @@ def term_table(records: pd.DataFrame) -> pd.DataFrame:
     for (tilt, privacy), g in r.groupby(["tilt", "privacy"], sort=True):
         row = {"tilt": tilt, "privacy": privacy, "epsilon": g["epsilon"].iloc[0], "draws": len(g)}
         for metric in TERM_METRICS:
-            row[metric], row[f"{metric}_ci95"] = _mean_ci(g[metric])
+            _stats(row, metric, g[metric])
+        _guard(row, g)
         keys = list(zip(g["tilt"], g["fold"], g["repeat"]))
         excess = g["tilted_objective"].to_numpy(float) - np.array([nonprivate.get(k, np.nan) for k in keys])
         row["excess_tilted_objective"], row["excess_tilted_objective_ci95"] = _mean_ci(excess)
@@ -94,14 +111,26 @@ def term_figure(table: pd.DataFrame, *, title, caption):
                                         key=lambda s: float(s.split("= ")[1]))
     colours = {"non-private": "black", **{s: c for s, c in zip(settings[1:], ("tab:red", "tab:blue", "tab:green"))}}
     for ax, metric in zip(axes.flat, TERM_METRICS):
+        kind = "accuracy" if "accuracy" in metric else "test_loss"  # the metric's range, for the bands
+        drawn = {}
         for setting in settings:
             g = table[table["privacy"] == setting].sort_values("tilt")
             mean, half = g[metric].to_numpy(float), g[f"{metric}_ci95"].fillna(0).to_numpy(float)
             ax.plot(g["tilt"], mean, marker="o", ms=4, lw=1.2, color=colours[setting], label=setting,
                     ls="--" if setting == "non-private" else "-")
-            ax.fill_between(g["tilt"], mean - half, mean + half, color=colours[setting], alpha=0.15, lw=0)
+            ax.fill_between(g["tilt"], *band(kind, mean, half), color=colours[setting], alpha=0.15, lw=0)
+            stuck = (g["learns"] == "no").to_numpy()
+            if stuck.any():
+                ax.scatter(g["tilt"].to_numpy(float)[stuck], mean[stuck], **STUCK)
+            drawn[setting] = (g["tilt"].to_numpy(float), mean)
         if "accuracy" in metric:
             ax.set_ylim(0.0, 1.02)
+        else:
+            limits = off_scale([m for _, means in drawn.values() for m in means])
+            if limits is not None:
+                ax.set_ylim(max(limits[0], 0.0), limits[1])
+                for setting, (xs, means) in drawn.items():
+                    mark_off_scale(ax, xs, means, limits, colours[setting])
         ax.set_xlabel("tilt t")
         ax.set_ylabel(TERM_LABELS[metric])
         ax.grid(alpha=0.3, lw=0.5)
@@ -144,8 +173,8 @@ def adv_table(records: pd.DataFrame, radii) -> pd.DataFrame:
                "draws": len(g), "sensitivity": float(g["sensitivity"].mean()),
                "noise_scale": float(g["noise_scale"].mean())}
         for radius in radii:
-            col = f"robust_accuracy_{float(radius):g}"
-            row[f"r_test={float(radius):g}"], row[f"r_test={float(radius):g}_ci95"] = _mean_ci(g[col])
+            _stats(row, f"r_test={float(radius):g}", g[f"robust_accuracy_{float(radius):g}"])
+        _guard(row, g)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -162,6 +191,7 @@ def adv_figure(table: pd.DataFrame, radii, *, title, caption):
     for i, dataset in enumerate(datasets):
         for j, setting in enumerate(settings):
             ax = axes[i, j]
+            majority = None
             for k, r_train in enumerate(trains):
                 g = table[(table["dataset"] == dataset) & (table["privacy"] == setting) & (table["r_train"] == r_train)]
                 if g.empty:
@@ -169,8 +199,15 @@ def adv_figure(table: pd.DataFrame, radii, *, title, caption):
                 mean = np.array([g[f"r_test={x:g}"].iloc[0] for x in xs])
                 half = np.nan_to_num(np.array([g[f"r_test={x:g}_ci95"].iloc[0] for x in xs]))
                 colour = colours(k / max(len(trains) - 1, 1) * 0.85)
-                ax.plot(xs, mean, marker="o", ms=4, lw=1.2, color=colour, label=f"trained at r = {r_train:g}")
-                ax.fill_between(xs, mean - half, mean + half, color=colour, alpha=0.15, lw=0)
+                stuck = g["learns"].iloc[0] == "no"
+                ax.plot(xs, mean, marker="o", ms=4, lw=1.2, color=colour,
+                        label=f"trained at r = {r_train:g}" + (" (does not learn)" if stuck else ""))
+                ax.fill_between(xs, *band("accuracy", mean, half), color=colour, alpha=0.15, lw=0)
+                if stuck:
+                    ax.scatter(xs, mean, **STUCK)
+                majority = float(g["majority_rate"].iloc[0])
+            if majority is not None:
+                ax.axhline(majority, color="grey", ls=":", lw=1.0, label="majority rate (a constant classifier)")
             ax.set_title(f"{dataset}, {setting}", fontsize=9)
             ax.set_ylim(0.0, 1.02)
             ax.set_xlabel("attack radius r_test")
