@@ -416,3 +416,48 @@ def test_mlp_row_weights_see_each_rows_gradient_norm_and_weight_its_clipped_grad
     np.testing.assert_allclose(seen, norms, rtol=1e-10)
     expected = np.einsum("kn,knp->kp", mult * np.minimum(1.0, clip / norms), G)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-13)
+
+
+def test_rows_digest_is_computed_once_for_read_only_rows_and_never_goes_stale(monkeypatch):
+    """Caches keyed by the data (OutPert's descent paths, PIDP-SGD's start) hash X once per
+    training fold when X cannot change (the protocol's folds are read-only), and on every call
+    when it can, so an in-place change is never served from a stale key."""
+    import hashlib
+
+    from dperm import problem as problem_module
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 4)), (rng.random(50) < 0.5).astype(float)
+    calls, blake2b = [], hashlib.blake2b
+
+    class Counting:
+        def __init__(self, **kw):
+            self.h = blake2b(**kw)
+
+        def update(self, data):
+            calls.append(len(memoryview(data).cast("B")))
+            self.h.update(data)
+
+        def hexdigest(self):
+            return self.h.hexdigest()
+
+    monkeypatch.setattr(problem_module.hashlib, "blake2b", Counting)
+    frozen = X.copy()
+    frozen.setflags(write=False)
+    shared: dict = {}
+    first = Problem(frozen, y, Logistic(), 0.1, shared=shared).rows_digest()
+    hashed = len(calls)
+    again = [Problem(frozen, y, Logistic(), l2, shared=shared).rows_digest() for l2 in (0.0, 1.0)]
+    assert again == [first, first] and len(calls) == hashed  # no second pass over X
+    assert Problem(frozen, y, Logistic(), 0.1, shared=shared).with_loss(Logistic("01")).rows_digest() == first
+    assert len(calls) == hashed
+    # a writeable X (or a read-only view of a writeable one) is hashed every time
+    free = Problem(X.copy(), y, Logistic())
+    before = free.rows_digest()
+    assert before == first and len(calls) > hashed
+    free.X[0, 0] += 1.0
+    assert free.rows_digest() != before
+    view = X.copy()
+    ro_view = view[:]
+    ro_view.setflags(write=False)
+    assert not problem_module._read_only(ro_view) and problem_module._read_only(frozen)
