@@ -319,6 +319,37 @@ def test_mlp_chunking_is_invisible():
     np.testing.assert_allclose(small.hvp(W, W, X, y), loss.hvp(W, W, X, y), rtol=1e-12)
 
 
+def test_mlp_gradients_match_backpropagation_term_by_term_on_read_only_and_writeable_rows():
+    """The gradient passes (bias folded into the products, δa from q = s², the norm expansion)
+    against a direct per-example backpropagation; the same on read-only rows, whose [X, 1] is
+    kept between calls, and after switching to other read-only rows (no stale copy)."""
+    rng = np.random.default_rng(8)
+    n, d, h = 300, 6, 5
+    loss = MLP(hidden=h, chunk_elements=40)  # several chunks
+    X, y = rng.normal(size=(n, d)), (rng.random(n) < 0.4).astype(float)
+    W = loss.init(rng, d, draws=3) * 3.0  # saturated units too (q ≈ 1)
+
+    def direct(theta, X, y):
+        W1, b1 = theta[: h * d].reshape(h, d), theta[h * d: h * d + h]
+        w2, b2 = theta[h * d + h: h * d + 2 * h], theta[-1]
+        S = np.tanh(X @ W1.T + b1)
+        dO = 1.0 / (1.0 + np.exp(-(S @ w2 + b2))) - y
+        dA = dO[:, None] * w2 * (1.0 - S * S)
+        G = np.concatenate([(dA[:, :, None] * X[:, None, :]).reshape(n, -1), dA, dO[:, None] * S, dO[:, None]], 1)
+        scale = np.minimum(1.0, 0.3 / np.linalg.norm(G, axis=1))
+        return G.mean(axis=0), (G * scale[:, None]).sum(axis=0)
+
+    frozen, other = X.copy(), X[::-1].copy()
+    frozen.setflags(write=False)
+    other.setflags(write=False)
+    for rows, labels in ((X, y), (frozen, y), (frozen, y), (other, y[::-1].copy())):
+        grads, clipped = loss.grad(W, rows, labels), loss.clipped_grad_sum(W, rows, labels, 0.3)
+        for theta, g, c in zip(W, grads, clipped):
+            g_want, c_want = direct(theta, rows, labels)
+            np.testing.assert_allclose(g, g_want, rtol=1e-10, atol=1e-13)
+            np.testing.assert_allclose(c, c_want, rtol=1e-10, atol=1e-12)
+
+
 def test_problem_adds_explicit_l2_and_subsets():
     loss, X, y, w = make_case("logistic", {"labels": "01"})
     prob = Problem(X, y, loss, l2=0.2)
