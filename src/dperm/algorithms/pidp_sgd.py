@@ -9,7 +9,9 @@ Algorithm (batch 1), T = ``steps`` split into R = ``rounds`` global rounds of T_
 
 1. θ̃: a (near-)optimal model from a **non-private** solve (``start: nonprivate``: L-BFGS/Newton
    on F + (ζ₀/2)‖θ‖², the MLP from a public Glorot initialisation), projected onto ‖θ‖ ≤ r
-   (``start: zero`` starts from 0 instead; the audit uses it to isolate the noise-free branch).
+   (``start: zero`` starts from 0 instead; the audit uses it to isolate the noise-free branch;
+   ``start: optimum`` takes the split's non-private optimum the optimum job solved, when the
+   protocol provides it: :func:`start_point`).
 2. Each round: H = ∇²F(θ^(g)_r) + ζ₀I (ζ₀ = ``hessian_shift``; F includes λ), inverted once.
 3. Each local step: z_t uniform; influence c = H⁻¹·clip_G(∇ℓ(θ^(g)_r; z_t))/n at the round's
    global iterate; c^(o) = c + E·sign(c), E = (2βG + C_H·G²/ζ)/(ζ²n²) (Theorem 4, ζ = λ + ζ₀,
@@ -71,13 +73,31 @@ def _digest(problem, *extra) -> str:
     return h.hexdigest()
 
 
+OPTIMUM_KEY = "optimum_solution"  # Problem.shared: the split's non-private optimum (start: optimum)
+
+
 def start_point(problem, *, start: str, shift: float, radius: float, start_iterations: int) -> np.ndarray:
     """θ̃ (step 1 of the module docstring), projected onto ‖θ‖ ≤ r; cached per data and settings
-    within a process (the ε of a row share it: it does not depend on ε or the seed)."""
+    within a process (the ε of a row share it: it does not depend on ε or the seed).
+
+    ``start="optimum"``: θ̃ is the split's non-private optimum that the protocol placed in the
+    training fold's shared store (``problem.shared[OPTIMUM_KEY]``, from the optimum job's
+    :func:`dperm.optimum.write_solutions`): for the MLP the best of the multi-start L-BFGS solves
+    of F (no ζ₀ shift), for a GLM the certified minimiser of F — one solve per split serves the
+    optimum and PIDP-SGD instead of two."""
     if start == "zero":
         return np.zeros(problem.p)
+    if start == "optimum":
+        given = (problem.shared or {}).get(OPTIMUM_KEY)
+        if given is None:
+            raise ValueError("start='optimum' needs the split's non-private optimum in the training fold's shared "
+                             f"store (problem.shared[{OPTIMUM_KEY!r}]): the protocol places it from the optimum "
+                             "job's solutions (dperm.optimum.write_solutions)")
+        if np.shape(given) != (problem.p,):
+            raise ValueError(f"the given optimum has shape {np.shape(given)}; the model has {problem.p} parameters")
+        return _project(np.array(given, dtype=float)[None], radius)[0]
     if start != "nonprivate":
-        raise ValueError(f"start must be 'nonprivate' or 'zero'; got start={start!r}")
+        raise ValueError(f"start must be 'nonprivate', 'optimum' or 'zero'; got start={start!r}")
     key = _digest(problem, shift, start_iterations)
     if key not in _STARTS:
         shifted = _shifted(problem, shift)
