@@ -172,8 +172,36 @@ def certificate(grad_norm, mu, x=None, radius=None):
     return np.inf, np.inf
 
 
+def _runaway(window: int):
+    """(objective wrapper, callback) for :func:`lbfgs`'s ``stall`` stop: the callback raises
+    StopIteration once, over the last ``window`` iterations, the best ‖∇F‖ has not halved while
+    ‖x‖ has more than doubled — the iterates running off along a direction in which F keeps
+    decreasing without a minimum (the unregularised logistic loss on separable rows), where no
+    iteration budget reaches the gradient tolerance."""
+    state = {"g": np.inf, "best": np.inf, "history": []}
+
+    def track(value_and_grad):
+        def wrapped(x):
+            f, g = value_and_grad(x)
+            state["g"] = float(np.linalg.norm(g))  # L-BFGS-B's last evaluation is the accepted point
+            return f, g
+        return wrapped
+
+    def callback(intermediate_result):
+        state["best"] = min(state["best"], state["g"])
+        history = state["history"]
+        history.append((state["best"], float(np.linalg.norm(intermediate_result.x))))
+        if len(history) > window:
+            best_then, norm_then = history[-window - 1]
+            best_now, norm_now = history[-1]
+            if best_now > 0.5 * best_then and norm_now > 2.0 * norm_then:
+                raise StopIteration
+
+    return track, callback
+
+
 def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, ftol=0.0, max_iter=20_000,
-          maxcor=30, radius=None, polish=True):
+          maxcor=30, radius=None, polish=True, stall: int | None = None):
     """Minimise F with scipy's L-BFGS-B and certify the answer (reference optimum for metrics).
 
     Stops when ‖∇F‖₂ ≤ ``gtol`` (scipy's ∞-norm test is set to gtol/√p, which implies it).
@@ -189,7 +217,10 @@ def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, ftol=0.0, 
     ``success`` means the gradient test was met; the certificate is reported either way.
     ``ftol`` > 0 also stops on scipy's relative-decrease test: the only workable stop for a
     non-smooth objective (the hinge), whose (sub)gradient never vanishes; such an answer is a good
-    point, not a certified optimum.
+    point, not a certified optimum. ``stall`` (iterations) stops a run that cannot converge: the
+    best ‖∇F‖ has not halved over the last ``stall`` iterations while ‖x‖ more than doubled
+    (:func:`_runaway`; F has no minimiser the iterates approach); the message says so, and
+    ``success`` is false.
     """
     value_and_grad, _ = _objective(fun, jac)
     x = _start(fun, x0)
@@ -199,7 +230,14 @@ def lbfgs(fun, x0=None, *, jac=None, hessp=None, mu=None, gtol=1e-10, ftol=0.0, 
     options = {"maxiter": max_iter, "maxfun": 2 * max_iter, "maxcor": maxcor,
                "ftol": ftol, "gtol": gtol / np.sqrt(x.size)}
     t0 = time.perf_counter()
-    res = minimize(value_and_grad, x, jac=True, method="L-BFGS-B", options=options)
+    callback, objective = None, value_and_grad
+    if stall is not None:
+        track, callback = _runaway(int(stall))
+        objective = track(value_and_grad)
+    res = minimize(objective, x, jac=True, method="L-BFGS-B", options=options, callback=callback)
+    if stall is not None and res.status == 99:  # the callback's StopIteration
+        res.message = (f"stopped after {res.nit} iterations: the best gradient norm did not halve in {stall} "
+                       "while the iterates' norm more than doubled (no minimiser within reach)")
     x, evals = res.x, res.nfev
     if hessp is None and jac is None and getattr(getattr(fun, "loss", None), "smooth", False):
         hessp = fun.hvp

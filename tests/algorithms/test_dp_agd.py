@@ -80,18 +80,51 @@ def test_scores_of_an_empty_batch_are_zero():
 
 @pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5)],
                          ids=["logistic01", "logistic-pm1", "hinge", "huber-hinge"])
-def test_clipped_weights_in_place_equal_the_clipped_derivative(loss):
+def test_margin_weights_give_the_clipped_derivative(loss):
+    """−ω_i·σ_i (ω from the margins m = σ·z, in place) is clip(φ'(z_i), ±C/‖x_i‖): the clipped
+    gradient sum is −Σ ω_i σ_i x_i, as the engine computes it from σ-signed rows."""
+    from dperm.algorithms.dp_agd.scores import row_signs, score_kind
+
     rng = np.random.default_rng(3)
     n = 500
     z = rng.normal(0.0, 3.0, n)
-    z[:5] = [1.0, -1.0, 0.0, 40.0, -800.0]  # the hinge kink, overflow of e^{−z}
+    z[:6] = [1.0, -1.0, 0.0, 40.0, -800.0, 800.0]  # the hinge kink, overflow of e^{±z}
     y01 = (rng.random(n) < 0.4).astype(float)
     y = y01 if loss.labels == "01" else 2 * y01 - 1
     bound = rng.uniform(0.2, 2.0, n)
-    limit = np.stack([-bound, bound])
+    bound[:3] = np.inf  # rows x_i = 0
+    sign = row_signs(loss, y)
     out = np.empty(n)
-    got = dp_agd_primitives.clipped_dphi(loss, z, y, limit, out)
-    assert got is out and np.array_equal(out, np.clip(loss.dphi(z, y), -bound, bound))
+    with np.errstate(over="ignore"):
+        got = dp_agd_primitives.margin_weights(score_kind(loss), loss, sign * z, y,
+                                               (bound, np.minimum(bound, 1.0)), out)
+    assert got is out
+    # φ' = σ(z) − t computed as 1/(1 + e^{−z}) − 1 cancels for t = 1 (absolute error ~1e-16);
+    # from the margin, 1/(1 + e^{m}) keeps its relative precision
+    np.testing.assert_allclose(-sign * out, np.clip(loss.dphi(z, y), -bound, bound), rtol=1e-12, atol=1e-16)
+    if score_kind(loss) != "glm":
+        assert out.min() >= 0.0
+
+
+def test_float32_logistic_weights_are_bounded_and_within_float32_rounding_of_float64():
+    """The full-batch engine's logistic weights from float32 margins (u = −m): every weight lies
+    in [0, C/‖x_i‖] exactly (the bound rounded down to float32), so ‖ω_i x_i‖ ≤ C keeps the
+    sensitivity; and they are the float64 weights to a few float32 ulps, including margins far
+    out (e^{±m} overflowing) and zero rows (no bound)."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    u = rng.normal(0.0, 4.0, n).astype(np.float32)
+    u[:6] = [0.0, 1e3, -1e3, 88.0, -88.0, 120.0]
+    bound = rng.uniform(0.05, 3.0, n)
+    bound[:3] = np.inf
+    out, work = np.empty(n), np.empty(n, np.float32)
+    with np.errstate(over="ignore"):
+        got = dp_agd_primitives.logistic_weights32(u, dp_agd_primitives.float32_floor(np.minimum(bound, 1.0)),
+                                                   work, out)
+        want = dp_agd_primitives.margin_weights("logistic", Logistic(), -u.astype(float), None,
+                                                (bound, np.minimum(bound, 1.0)), np.empty(n))
+    assert got is out and np.all(out >= 0.0) and np.all(out <= bound)
+    np.testing.assert_allclose(out, want, rtol=4 * 2.0**-24, atol=1e-38)
 
 
 # -- budget ------------------------------------------------------------------------------------------
@@ -446,14 +479,14 @@ def test_float32_scores_select_as_float64_scores_do(monkeypatch):
     problem = bank_like()
     monkeypatch.setattr(dp_agd_engine, "SCORE_DTYPE", np.float64)
     records = []
-    original = CandidateScorer.scores
+    original = CandidateScorer.margin_scores
 
-    def spy(self, z0, zd, alpha_max):
-        out = original(self, z0, zd, alpha_max)
-        records.append((z0.copy(), zd.copy(), alpha_max, out))
+    def spy(self, m0, beta, u0=None):
+        out = original(self, m0, beta, u0)
+        records.append((m0.copy(), beta.copy(), out))
         return out
 
-    monkeypatch.setattr(CandidateScorer, "scores", spy)
+    monkeypatch.setattr(CandidateScorer, "margin_scores", spy)
     agree, total, worst = 0, 0, 0.0
     scorer = CandidateScorer(problem.loss, 3.0, 20, dtype=np.float32)
     scorer.set_rows(problem.y)
@@ -463,8 +496,8 @@ def test_float32_scores_select_as_float64_scores_do(monkeypatch):
         res = get_algorithm("dp-agd").fit(problem, Privacy(eps, 1e-8), np.random.default_rng(2))
         scale = res.extra["noisy_min_scale"]
         assert len(records) == res.extra["noisy_min_calls"][0] > 100
-        for z0, zd, alpha_max, s64 in records:
-            s32 = original(scorer, z0, zd, alpha_max)
+        for m0, beta, s64 in records:
+            s32 = original(scorer, m0, beta)
             worst = max(worst, np.abs(s32 - s64).max() / scale)
             noise = rng.exponential(scale, size=(20, 21))
             agree += np.count_nonzero(np.argmin(s32 - noise, axis=1) == np.argmin(s64 - noise, axis=1))
@@ -475,9 +508,10 @@ def test_float32_scores_select_as_float64_scores_do(monkeypatch):
 
 @pytest.mark.parametrize("clip", [3.0, 0.5, 20.0])
 def test_float32_per_row_terms_lie_in_zero_to_c(clip):
-    """Each row's float32 factor t = fl(1 + e^u) lies in [1, e^C] (its term log t in [0, C]),
-    including rows at the cap, above it and far outside [−80, 80] (the float64 direct rows);
-    adding a row moves every score by an amount in [0, C] (monotone, sensitivity C)."""
+    """Each main-pass row's float32 factor t = fl(1 + e^u) lies in [1, e^C) (its term log t in
+    [0, C]); rows at the cap, above it and far outside [−80, 80] are scored in the clipped block
+    (factor 1 in the main pass); adding a row moves every score by an amount in [0, C]
+    (monotone, sensitivity C)."""
     rng = np.random.default_rng(7)
     n = 5000
     ucap = math.log(math.expm1(clip))
@@ -496,8 +530,11 @@ def test_float32_per_row_terms_lie_in_zero_to_c(clip):
         scorer = CandidateScorer(Logistic(), clip, 20, dtype=np.float32)
         scorer.set_rows(y)
         factors = np.empty((21, n), dtype=np.float32)
-        total = scorer._logistic32(z0, zd, alpha_max / 20, factors=factors)
-        assert factors.min() >= 1.0 and factors.max().astype(float) <= math.exp(clip)
+        total = scorer._logistic32(s * z0, s * zd * (alpha_max / 20), factors=factors)
+        assert factors.min() >= 1.0 and factors.max().astype(float) < math.exp(clip)
+        u_ends = -s * (z0 - np.array([[0.0], [alpha_max]]) * zd)
+        apart = (u_ends.max(axis=0) >= ucap) | (u_ends.min(axis=0) < -80.0)
+        assert apart[:120].sum() >= 40 and np.all(factors[:, apart] == 1.0)  # scored in the clipped block
         naive = np.minimum(np.logaddexp(0.0, -s * (z0 - candidate_grid(alpha_max, 20)[:, None] * zd)),
                            clip).sum(axis=1)
         np.testing.assert_allclose(total, naive, rtol=1e-6, atol=1e-6 * n * clip)
@@ -533,10 +570,11 @@ def test_float32_search_products_move_scores_far_below_the_noise():
 
 
 @pytest.mark.parametrize("refresh", [1, 32, 10**9])
-def test_full_batch_keeps_x_w_along_the_steps(refresh, monkeypatch):
-    """X·w follows accepted steps with float32 X·d and is recomputed every REFRESH steps: it
-    stays within 1e-6 (relative) of X·w even never refreshed, and is exact when refreshed
-    after every step."""
+def test_full_batch_keeps_the_margins_along_the_steps(refresh, monkeypatch):
+    """The margins σ·Xw follow accepted steps with float32 slopes σ·X(h·d) and are recomputed
+    every REFRESH rounds: they stay within 1e-6 (relative) of σ·Xw even never refreshed, and are
+    exact (to the last bits of a product) when refreshed after every round; the float32 u = −m
+    the scores read is their rounding when refreshed."""
     monkeypatch.setattr(dp_agd_engine, "REFRESH", refresh)
     engines = []
     original = dp_agd_engine._FullBatch.run
@@ -550,14 +588,16 @@ def test_full_batch_keeps_x_w_along_the_steps(refresh, monkeypatch):
     traces = dp_agd.run_chains(problem, Privacy(1.6, 1e-8), draw_rngs(np.random.default_rng(5), 3),
                                dp_agd.CORRECT, **HYPER)
     (engine, chains), = engines
-    assert engine.Zd.dtype == np.float32
+    assert engine.B.dtype == np.float32 and engine.U.dtype == np.float32 and engine.M is None
+    sign = 2.0 * problem.y - 1.0
     for ch, trace in zip(chains, traces):
         assert len(trace.applied) > 40
-        exact = problem.X @ trace.w
-        if refresh == 1:
-            assert np.array_equal(engine.Z0[ch.slot], engine.XT.T @ trace.w)
+        exact = sign * (problem.X @ trace.w)
+        u = engine.U[ch.slot].astype(float)
+        if refresh == 1:  # the float64 product, rounded once to float32
+            np.testing.assert_allclose(u, -exact, rtol=2**-24, atol=1e-12 * np.abs(exact).max())
         else:
-            assert np.allclose(engine.Z0[ch.slot], exact, rtol=1e-6, atol=1e-6 * np.abs(exact).max())
+            assert np.allclose(u, -exact, rtol=1e-6, atol=1e-6 * np.abs(exact).max())
 
 
 # -- the Gumbel selection (docs/privacy.md#bounded-range-selection) -----------------------------------

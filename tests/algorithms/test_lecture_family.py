@@ -151,3 +151,27 @@ def test_rates_table_recovers_a_known_slope():
     points, slopes = rates_table({"convex": summary(-1.0), "strong": summary(-2.0)})
     assert slopes.set_index("regime")["fitted_slope"].to_dict() == pytest.approx({"convex": -1.0, "strong": -2.0})
     assert list(points["steps"][:3]) == [1024, 4096, 16384]
+
+
+@pytest.mark.parametrize("accountant,output,step_size", [("notes", "average", "convex"), ("rdp", "last", "convex"),
+                                                         ("rdp", "average", "constant")])
+def test_dp_sgd_row_in_lockstep_is_each_target_alone_bit_for_bit(accountant, output, step_size):
+    """fit_settings runs the row's targets as one lockstep state, each with its own T and σ (the
+    notes' condition gives T growing with ε²): every target's weights are its lone fit's, bit for
+    bit, in any order of the targets."""
+    rng = np.random.default_rng(4)
+    n = 120
+    X = np.column_stack([np.ones(n), rng.random((n, 3))])
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (rng.random(n) < 0.5).astype(float)
+    problem = Problem(X, y, Logistic(), 1e-3)
+    spec = get_algorithm("dp-sgd-lecture")
+    hyper = {"steps_rule": "condition", "accountant": accountant, "output": output, "step_size": step_size,
+             "radius": 5.0, "learning_rate": 0.2}
+    targets = [Privacy(eps, 1e-5) for eps in (0.5, 2.0, 1.0)]
+    shared = spec.fit_settings(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws=3, **hyper)
+    steps = [res.iterations for res in shared]
+    assert len(set(steps)) == 3  # three different T
+    for target, seed, res in zip(targets, (1, 2, 3), shared):
+        lone = spec.fit(problem, target, np.random.default_rng(seed), draws=3, **hyper)
+        assert np.array_equal(res.weights, lone.weights) and res.extra == lone.extra

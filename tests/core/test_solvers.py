@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from dperm import solvers
-from dperm.losses import get_loss, to_label_form
+from dperm.losses import Logistic, get_loss, to_label_form
 from dperm.problem import Problem
 
 SMOOTH = [("logistic", {"labels": "01"}), ("logistic", {"labels": "pm1"}),
@@ -284,3 +286,53 @@ def test_glm_hessian_leaves_out_rows_of_zero_curvature_and_whole_flat_blocks(mon
     H = solvers.glm_hessian(problem, w)
     dense = (problem.X.T * c) @ problem.X / problem.n + problem.l2 * np.eye(problem.p)
     np.testing.assert_allclose(H, dense, rtol=1e-12, atol=1e-14)
+
+
+def test_lbfgs_stall_test_fires_only_when_iterates_run_off_without_progress():
+    """``stall``'s test (solvers._runaway): it stops a run whose best ‖∇F‖ has not halved over
+    the window while ‖x‖ more than doubled (KDDCup99's unregularised logistic fit: ‖∇F‖ stuck
+    near 1e-7 while ‖x‖ grows into the tens of thousands), and neither a run that keeps
+    improving its gradient nor one whose iterates settle."""
+    from types import SimpleNamespace
+
+    def fires(gradients, norms, window):
+        track, callback = solvers._runaway(window)
+        grads = iter(gradients)
+        objective = track(lambda x: (0.0, np.array([next(grads)])))
+        for norm in norms:
+            objective(None)
+            try:
+                callback(SimpleNamespace(x=np.array([norm])))
+            except StopIteration:
+                return True
+        return False
+
+    k = np.arange(60)
+    assert fires(1e-7 * (1 + (k % 3)), 1.0 + 0.2 * k**2, 10)  # stalled gradient, running iterates
+    assert not fires(0.9 ** k, 1.0 + 0.2 * k**2, 10)  # the gradient keeps halving within the window
+    assert not fires(1e-7 * (1 + (k % 3)), 5.0 - 1.0 / (1.0 + k), 10)  # stalled but the iterates settle
+
+
+def test_nonprivate_stops_running_off_only_without_a_regulariser_and_changes_no_converging_fit(monkeypatch):
+    """NonPrivate asks L-BFGS for the ``stall`` stop at λ = 0 only (where a minimiser may not
+    exist), and a λ = 0 fit that converges comes out the same with and without it."""
+    from dperm.algorithms import Privacy, get_algorithm
+
+    rng = np.random.default_rng(2)
+    n = 400
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, 3))])
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-X[:, 1]))).astype(float)
+    seen = []
+    original = solvers.lbfgs
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("stall"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(solvers, "lbfgs", spy)
+    spec = get_algorithm("nonprivate")
+    free = spec.fit(Problem(X, y, Logistic(), 0.0), Privacy(math.inf, 0.0), np.random.default_rng(0))
+    spec.fit(Problem(X, y, Logistic(), 0.1), Privacy(math.inf, 0.0), np.random.default_rng(0))
+    assert seen[0] is not None and seen[1] is None
+    plain = original(Problem(X, y, Logistic(), 0.0), np.zeros(4), gtol=1e-8, max_iter=5000)
+    assert plain.success and np.array_equal(free.weights[0], plain.x) and free.iterations == plain.nit

@@ -319,6 +319,37 @@ def test_mlp_chunking_is_invisible():
     np.testing.assert_allclose(small.hvp(W, W, X, y), loss.hvp(W, W, X, y), rtol=1e-12)
 
 
+def test_mlp_gradients_match_backpropagation_term_by_term_on_read_only_and_writeable_rows():
+    """The gradient passes (bias folded into the products, δa from q = s², the norm expansion)
+    against a direct per-example backpropagation; the same on read-only rows, whose [X, 1] is
+    kept between calls, and after switching to other read-only rows (no stale copy)."""
+    rng = np.random.default_rng(8)
+    n, d, h = 300, 6, 5
+    loss = MLP(hidden=h, chunk_elements=40)  # several chunks
+    X, y = rng.normal(size=(n, d)), (rng.random(n) < 0.4).astype(float)
+    W = loss.init(rng, d, draws=3) * 3.0  # saturated units too (q ≈ 1)
+
+    def direct(theta, X, y):
+        W1, b1 = theta[: h * d].reshape(h, d), theta[h * d: h * d + h]
+        w2, b2 = theta[h * d + h: h * d + 2 * h], theta[-1]
+        S = np.tanh(X @ W1.T + b1)
+        dO = 1.0 / (1.0 + np.exp(-(S @ w2 + b2))) - y
+        dA = dO[:, None] * w2 * (1.0 - S * S)
+        G = np.concatenate([(dA[:, :, None] * X[:, None, :]).reshape(n, -1), dA, dO[:, None] * S, dO[:, None]], 1)
+        scale = np.minimum(1.0, 0.3 / np.linalg.norm(G, axis=1))
+        return G.mean(axis=0), (G * scale[:, None]).sum(axis=0)
+
+    frozen, other = X.copy(), X[::-1].copy()
+    frozen.setflags(write=False)
+    other.setflags(write=False)
+    for rows, labels in ((X, y), (frozen, y), (frozen, y), (other, y[::-1].copy())):
+        grads, clipped = loss.grad(W, rows, labels), loss.clipped_grad_sum(W, rows, labels, 0.3)
+        for theta, g, c in zip(W, grads, clipped):
+            g_want, c_want = direct(theta, rows, labels)
+            np.testing.assert_allclose(g, g_want, rtol=1e-10, atol=1e-13)
+            np.testing.assert_allclose(c, c_want, rtol=1e-10, atol=1e-12)
+
+
 def test_problem_adds_explicit_l2_and_subsets():
     loss, X, y, w = make_case("logistic", {"labels": "01"})
     prob = Problem(X, y, loss, l2=0.2)
@@ -416,3 +447,48 @@ def test_mlp_row_weights_see_each_rows_gradient_norm_and_weight_its_clipped_grad
     np.testing.assert_allclose(seen, norms, rtol=1e-10)
     expected = np.einsum("kn,knp->kp", mult * np.minimum(1.0, clip / norms), G)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-13)
+
+
+def test_rows_digest_is_computed_once_for_read_only_rows_and_never_goes_stale(monkeypatch):
+    """Caches keyed by the data (OutPert's descent paths, PIDP-SGD's start) hash X once per
+    training fold when X cannot change (the protocol's folds are read-only), and on every call
+    when it can, so an in-place change is never served from a stale key."""
+    import hashlib
+
+    from dperm import problem as problem_module
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 4)), (rng.random(50) < 0.5).astype(float)
+    calls, blake2b = [], hashlib.blake2b
+
+    class Counting:
+        def __init__(self, **kw):
+            self.h = blake2b(**kw)
+
+        def update(self, data):
+            calls.append(len(memoryview(data).cast("B")))
+            self.h.update(data)
+
+        def hexdigest(self):
+            return self.h.hexdigest()
+
+    monkeypatch.setattr(problem_module.hashlib, "blake2b", Counting)
+    frozen = X.copy()
+    frozen.setflags(write=False)
+    shared: dict = {}
+    first = Problem(frozen, y, Logistic(), 0.1, shared=shared).rows_digest()
+    hashed = len(calls)
+    again = [Problem(frozen, y, Logistic(), l2, shared=shared).rows_digest() for l2 in (0.0, 1.0)]
+    assert again == [first, first] and len(calls) == hashed  # no second pass over X
+    assert Problem(frozen, y, Logistic(), 0.1, shared=shared).with_loss(Logistic("01")).rows_digest() == first
+    assert len(calls) == hashed
+    # a writeable X (or a read-only view of a writeable one) is hashed every time
+    free = Problem(X.copy(), y, Logistic())
+    before = free.rows_digest()
+    assert before == first and len(calls) > hashed
+    free.X[0, 0] += 1.0
+    assert free.rows_digest() != before
+    view = X.copy()
+    ro_view = view[:]
+    ro_view.setflags(write=False)
+    assert not problem_module._read_only(ro_view) and problem_module._read_only(frozen)

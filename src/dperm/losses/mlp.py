@@ -19,10 +19,17 @@ The loss is non-convex: no Lipschitz or smoothness constant is offered.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+from scipy.linalg.blas import dgemm
 
 from . import numerics as nm
 from .glm import check_label_form
+
+# the last read-only X seen and [X, 1] (per thread; not in an MLP's attributes, which are its
+# parameters: caches keyed by the loss read them)
+_AUGMENTED = threading.local()
 
 
 class MLP:
@@ -32,7 +39,7 @@ class MLP:
     convex = False
     smooth = True
 
-    def __init__(self, labels: str = "01", hidden: int | None = None, chunk_elements: int = 1 << 21):
+    def __init__(self, labels: str = "01", hidden: int | None = None, chunk_elements: int = 1 << 19):
         if labels not in ("01", "pm1"):
             raise ValueError(f"mlp labels must be '01' or 'pm1', got {labels!r}")
         self.labels = labels
@@ -119,21 +126,123 @@ class MLP:
             per_chunk(sl, X[sl], (t[sl], s[sl]), S, O, params)
         return squeeze
 
+    # -- the gradient passes (value_and_grad, clipped_grad_sum) ----------------------------------
+    # Backpropagation with as few passes over a chunk's (rows, draws, h) activations as numpy
+    # allows, in reused scratch buffers (no fresh temporaries per chunk). With q = s² and
+    # c = δo (clipped: δo·min(1, C/‖∇ℓ_i‖)), δa = c·w₂ ⊙ (1 − q), so
+    #   ∂W̃₁ = Σ_n δa x̃ᵀ = w₂ ⊙ (Σ_n c x̃ᵀ − Σ_n (c q) x̃ᵀ)   (x̃ = [x, 1]: the bias b₁ rides along)
+    #   ‖δa‖² = c²·(Σ_h w₂² − 2 Σ_h w₂² q + Σ_h w₂² q²),      ‖s‖² = Σ_h q
+    # The passes: S = tanh(X̃ W̃₁ᵀ) (the bias folded into the product), o = Σ_h s w₂ (read), q = s²
+    # (write), for the clipped sum the norm sums (two reads: Σ q and Σ w₂² q together as a batched
+    # product, Σ w₂² q² apart), q ← c·q (write), then the product (c q)ᵀ X̃ and ∂w₂ = Σ_n c s
+    # (read): two writes and two to four reads, against six writes and six reads, two of them
+    # into fresh temporaries, before. The expansion of ‖δa‖² cancels where q ≈ 1 (absolute error
+    # ~1e-16·Σ w₂², against a squared norm ≥ δo²) and is clamped at 0.
+
+    def _augmented_rows(self, X):
+        """[X, 1] for every row, kept for the last X seen when X cannot change (read-only, as the
+        protocol's training folds): the many passes of an L-BFGS solve then slice it; None for a
+        writeable X (each chunk is augmented in a scratch buffer instead)."""
+        from ..problem import _read_only
+
+        cached = getattr(_AUGMENTED, "rows", None)
+        if cached is not None and cached[0] is X:
+            return cached[1]
+        if not _read_only(X):
+            return None
+        Xa = np.empty((X.shape[0], X.shape[1] + 1))
+        Xa[:, :-1] = X
+        Xa[:, -1] = 1.0
+        _AUGMENTED.rows = (X, Xa)
+        return Xa
+
+    @staticmethod
+    def _augmented(Xc):
+        """[X_c, 1] in a reused buffer."""
+        n, d = Xc.shape
+        Xa = nm.scratch("mlp.xa", (n, d + 1))
+        Xa[:, :d] = Xc
+        Xa[:, d] = 1.0
+        return Xa
+
+    def _grad_chunks(self, theta, X, y, clip=None, sq=None, row_weights=None):
+        """(Σ ℓ_i, Σ ∇ℓ_i) over the rows — or, with ``clip``, (None, Σ clip_C(∇ℓ_i)·weight_i) —
+        per draw, the draws of θ (k, P) in one pass over the chunks."""
+        k, P = theta.shape
+        n, d = X.shape
+        h = self.width(d)
+        hd = h * d
+        W1a = np.empty((k * h, d + 1))  # [W₁, b₁]: the bias as the weight of a constant input
+        W1a[:, :d] = theta[:, :hd].reshape(k * h, d)
+        W1a[:, d] = theta[:, hd:hd + h].reshape(-1)
+        w2, b2 = theta[:, hd + h:hd + 2 * h], theta[:, -1]
+        w2sq = w2 * w2
+        ones_w2sq = np.stack([np.ones_like(w2), w2sq], axis=-1)  # (k, h, 2)
+        t_all, s_all = self._targets(y)
+        Xa_all = self._augmented_rows(X)
+        value = np.zeros(k)
+        G1, Gc = np.zeros((k * h, d + 1)), np.zeros((k, d + 1))  # Σ (c q) x̃ᵀ and Σ c x̃ᵀ
+        gw2, gb2 = np.zeros((k, h)), np.zeros(k)
+        for sl in self._chunks(n, k * h):
+            Xa = self._augmented(X[sl]) if Xa_all is None else Xa_all[sl]
+            m = Xa.shape[0]
+            S = np.matmul(Xa, W1a.T, out=nm.scratch("mlp.s", (m, k * h))).reshape(m, k, h)
+            np.tanh(S, out=S)
+            St = S.transpose(1, 0, 2)  # (k, m, h): per-draw products as one batched BLAS call
+            O = np.matmul(St, w2[:, :, None])[:, :, 0]
+            O += b2[:, None]
+            t, s = t_all[sl], s_all[sl]
+            if clip is None:
+                v, c = nm.logistic_sum_phi_dphi(O, t, s, out=np.empty_like(O))
+                value += v
+            else:
+                c = nm.logistic_dphi(O, t, out=O)
+            Q = np.multiply(S, S, out=nm.scratch("mlp.q", (m, k, h)))
+            if clip is not None:
+                sums = np.matmul(Q.transpose(1, 0, 2), ones_w2sq)  # (k, m, 2): Σ_h q, Σ_h w₂² q
+                nd = np.einsum("nkh,nkh,kh->kn", Q, Q, w2sq)
+                nd -= 2.0 * sums[:, :, 1]
+                nd += w2sq.sum(axis=-1)[:, None]
+                np.maximum(nd, 0.0, out=nd)  # Σ_h w₂²(1 − q)², rounding clamped
+                norm2 = nd * (sq[sl] + 1.0)
+                norm2 += sums[:, :, 0]
+                norm2 += 1.0
+                norm2 *= c * c
+                norm = np.sqrt(norm2, out=norm2)
+                scale = clip / np.maximum(norm, clip)  # min(1, C/‖∇ℓ_i‖), no 0/0
+                if row_weights is not None:
+                    scale *= row_weights(sl, norm)
+                c *= scale
+            gw2 += np.matmul(c[:, None, :], St)[:, 0, :]
+            Gc += c @ Xa
+            gb2 += c.sum(axis=-1)
+            Q *= c.T[:, :, None]
+            # G1 += (c q)ᵀ X̃, accumulated by BLAS (as G1ᵀ += X̃ᵀ (c q): Fortran views, no copies)
+            out = dgemm(1.0, Xa.T, Q.reshape(m, k * h).T, beta=1.0, c=G1.T, trans_b=1, overwrite_c=1)
+            if not np.may_share_memory(out, G1):  # pragma: no cover - a copy would lose the sum
+                raise RuntimeError("dgemm did not accumulate in place")
+        gW1a = (Gc[:, None, :] - G1.reshape(k, h, d + 1)) * w2[:, :, None]
+        grad = np.concatenate([gW1a[:, :, :d].reshape(k, hd), gW1a[:, :, d], gw2, gb2[:, None]], axis=1)
+        return (None if clip is not None else value), grad
+
     # -- public API (same protocol as the GLM losses) -------------------------------------------
     def _value_grad(self, theta, X, y, with_grad: bool):
-        acc = {"v": 0.0, "g": 0.0}
+        if with_grad:
+            theta = np.asarray(theta, dtype=float)
+            squeeze = theta.ndim == 1
+            Th = theta[None] if squeeze else theta
+            self._unpack(Th, X.shape[1])  # checks the layout
+            v, g = self._grad_chunks(Th, X, y)
+            v, g = v / X.shape[0], g / X.shape[0]
+            return (v[0], g[0]) if squeeze else (v, g)
+        acc = {"v": 0.0}
 
         def step(sl, Xc, lab, S, O, params):
-            if not with_grad:
-                acc["v"] += nm.logistic_sum_phi(O, *lab)
-                return
-            v, dO = nm.logistic_sum_phi_dphi(O, *lab)
-            acc["v"] += v
-            acc["g"] += self._collect(Xc, S, self._backprop(S, params[2], dO), dO)
+            acc["v"] += nm.logistic_sum_phi(O, *lab)
 
         squeeze = self._run(theta, X, y, step)
-        v, g = acc["v"] / X.shape[0], acc["g"] / X.shape[0]
-        return (v[0], g[0] if with_grad else None) if squeeze else (v, g if with_grad else None)
+        v = acc["v"] / X.shape[0]
+        return (v[0], None) if squeeze else (v, None)
 
     def value_and_grad(self, theta, X, y):
         """Mean loss and its gradient: float/(P,) or (draws,)/(draws, P)."""
@@ -182,23 +291,12 @@ class MLP:
         if not clip > 0:
             raise ValueError(f"clip must be positive, got {clip!r}")
         sq = np.einsum("ij,ij->i", X, X) if row_norms is None else np.square(row_norms)
-        acc = {}
-
-        def step(sl, Xc, lab, S, O, params):
-            dO = nm.logistic_dphi(O, lab[0])
-            dA = self._backprop(S, params[2], dO)
-            norm2 = np.einsum("nkh,nkh->kn", dA, dA) * (sq[sl] + 1.0)
-            norm2 += dO * dO * (np.einsum("nkh,nkh->kn", S, S) + 1.0)
-            norm = np.sqrt(norm2)
-            scale = clip / np.maximum(norm, clip)  # min(1, C/‖∇ℓ_i‖), no 0/0
-            if row_weights is not None:
-                scale *= row_weights(sl, norm)
-            dO *= scale
-            dA *= scale.T[:, :, None]
-            acc["g"] = acc.get("g", 0.0) + self._collect(Xc, S, dA, dO)
-
-        squeeze = self._run(theta, X, y, step)
-        return acc["g"][0] if squeeze else acc["g"]
+        theta = np.asarray(theta, dtype=float)
+        squeeze = theta.ndim == 1
+        Th = theta[None] if squeeze else theta
+        self._unpack(Th, X.shape[1])  # checks the layout
+        g = self._grad_chunks(Th, X, y, clip=clip, sq=sq, row_weights=row_weights)[1]
+        return g[0] if squeeze else g
 
     def hvp(self, theta, v, X, y):
         """∇²F(θ)·v by the R-operator: forward-mode derivative of backprop along v."""

@@ -100,14 +100,16 @@ active chain takes its next primitive pair — a fresh clipped gradient sum if i
 accepted a step (GradAvg's extra measurement of the same true sum if it did not), then a
 step-size search. Each chain charges its own budget and draws from its own generator in the
 order of a lone run, so it stops at its own round and its release equals a lone run's; only the
-work is shared: the clipped sums of the chains that moved are one product R·X, the search
-products one D·Xᵀ (BLAS-3, the data read once per round for up to ``GROUP`` chains), and X·w
-is kept per chain and updated along accepted steps. A chain has a fixed row (slot) in the block
-buffers, and BLAS computes each row of a block from that row alone, so a chain run alone in
-its slot gives the same bits (the tests check it for both variants and losses). Mini-batch
-chains (each samples its own rows) take the same rounds with per-chain products. Cost per
-search and chain: 2/``draws``-ish passes over X, O(n·m) float32 elementwise work for the
-logistic scores, O(n) for the hinge (:mod:`.scores`).
+work is shared: the clipped sums of the chains that moved are one product Xᵀ·Rᵀ, the search
+products one D·Xᵀ (BLAS-3, the data read once per round for up to ``GROUP`` chains), on rows
+multiplied once by their label sign so that both give margins σ_i⟨w, x_i⟩ directly, and each
+chain keeps its margins along its accepted steps (:class:`.engine._FullBatch`). A chain has a
+fixed row (slot) in the block buffers, and BLAS computes each row of a block from that row
+alone, so a chain run alone in its slot gives the same bits (the tests check it for both
+variants and losses). Mini-batch chains (each samples its own rows) take the same rounds with
+per-chain products. Cost per search and chain: 2/``draws``-ish passes over X, O(n·m) float32
+elementwise work for the logistic scores (three passes per candidate), O(n) for the hinge
+(:mod:`.scores`).
 
 Several ε at once (``fit_settings``, used by the protocol for the ε of one row): the chains of
 every target join one lockstep group (up to ``GROUP`` chains), each with its own generator,

@@ -2,10 +2,11 @@
 
 Each draw is a *chain* with its own budget, generator and stopping point; a round advances every
 active chain by one gradient measurement and one step-size search, sharing the products with X
-across chains (R·X for gradients, D·Xᵀ for searches). The chains of a group may have different
-privacy targets (the ε of one row of a figure, :func:`run_chains`): each has its own budget
-and shares; everything else (data, clipping, step grid) is common. The privacy argument and the
-two variants' semantics are in :mod:`.dp_agd`; this module only executes them.
+across chains (Xᵀ·Rᵀ for gradients, D·Xᵀ for searches, on label-signed rows: margins). The
+chains of a group may have different privacy targets (the ε of one row of a figure,
+:func:`run_chains`): each has its own budget and shares; everything else (data, clipping, step
+grid) is common. The privacy argument and the two variants' semantics are in :mod:`.dp_agd`;
+this module only executes them.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from ...privacy import bounded_range_epsilon_for_zcdp, noisy_max_scale, pure_dp_
 from ...privacy import calibration_faults as faults
 from ..base import Privacy
 from ..dp_sgd.engine import poisson_batch
-from .primitives import CodeBudget, FilterBudget, clipped_dphi, clipped_grad_from_scores, grad_avg
-from .scores import CandidateScorer, candidate_grid
+from .primitives import CodeBudget, FilterBudget, float32_floor, grad_avg, logistic_weights32, margin_weights
+from .scores import CandidateScorer, row_signs
 
 SAMPLINGS = ("poisson", "fixed")
 # The step-size selection (dp_agd docstring, docs/privacy.md#bounded-range-selection): the paper's
@@ -33,7 +34,7 @@ GROUP = 64  # chains advanced in lockstep together
 GROUP_ELEMENTS = 4_000_000  # … and at most this many (chains × rows) per buffer
 BLOCK = 64  # chains per matrix product (one block per group up to 64 chains: fewest passes over X)
 SCORE_DTYPE = np.float32  # precision of the logistic candidate scores (scores.py, "float32")
-REFRESH = 32  # full-batch: X·w is recomputed exactly every REFRESH accepted steps (float32 X·d)
+REFRESH = 32  # full-batch: the margins are recomputed exactly every REFRESH rounds (float32 X·d)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ class _Config:
         self.k = int(self.n_steps) + 1
         with np.errstate(divide="ignore"):
             bound = self.grad_clip / problem.row_norms
-        self.limit = np.stack([-bound, bound])  # clipping φ' to ±C_grad/‖x_i‖ clips the gradient
+        # clipping φ' to ±C_grad/‖x_i‖ clips the gradient (primitives.margin_weights)
+        self.bound = (bound, np.minimum(bound, 1.0))
         # the audit's mutants only (privacy.calibration_faults): both noises are drawn by hand below
         self.grad_sens = faults.noise_scale(faults.sensitivity(self.grad_sens))
         self.scale = faults.noise_scale(self.scale)
@@ -207,7 +209,7 @@ class _Chain:
         if cfg.lam > 0:  # the code adds the regulariser after normalising
             direction += cfg.lam * self.w
         self.direction = direction
-        self.phis = candidate_grid(self.alpha_max, cfg.n_steps)
+        self.h = self.alpha_max / cfg.n_steps  # the grid Φ_k = k·h (scores.candidate_grid)
         if not self.budget.pay(cfg.rho_nmax, "noisy min", checked=True):
             return self.stop()
         return True
@@ -218,28 +220,30 @@ class _Chain:
             return self.rng.gumbel(0.0, self.cfg.scale, size=self.cfg.k)
         return self.rng.exponential(self.cfg.scale, size=self.cfg.k)
 
-    def searched(self, k: int, rows) -> float:
-        """Apply NoisyMin's choice k; return the step taken (0 if none: GradAvg comes next)."""
+    def searched(self, k: int, rows) -> int:
+        """Apply NoisyMin's choice k; return the grid index j of the step taken, Φ_j = j·h (0 if
+        none: GradAvg comes next after k = 0)."""
         cfg, trace = self.cfg, self.trace
         trace.noisy_min_calls += 1
         trace.loss_evals += cfg.k * rows / cfg.n
         if k == 0:
             self.retry = True
-            return 0.0
+            return 0
         self.retry = False
-        step = self.phis[k - 1] if cfg.sem.accept_previous else self.phis[k]
+        j = k - 1 if cfg.sem.accept_previous else k
+        step = j * self.h  # = candidate_grid(α_max, m)[j], the same floating-point product
         self.w = self.w - step * self.direction
         trace.chosen.append(k)
         trace.applied.append(step)
         if cfg.sem.double_charge:
             self.budget.pay(self.rho_ng, "noisy gradient (charged again)", checked=False)
-        self.recent.append(self.phis[k])
+        self.recent.append(k * self.h)
         if len(self.recent) == cfg.step_window:
             self.alpha_max = (1.0 + cfg.step_growth) * max(self.recent)
             if cfg.step_cap is not None:
                 self.alpha_max = min(self.alpha_max, cfg.step_cap)
             self.recent = []
-        return step
+        return j
 
     def stop(self) -> bool:
         self.done = True
@@ -254,7 +258,7 @@ class _Chain:
     # -- mini-batches -----------------------------------------------------------------------------
     def draw_rows(self) -> None:
         cfg = self.cfg
-        rows = draw_batch(self.rng, cfg.n, cfg.batch_size, cfg.batch_sampling, cfg.problem.n_public)
+        rows = self.rows = draw_batch(self.rng, cfg.n, cfg.batch_size, cfg.batch_sampling, cfg.problem.n_public)
         # X[rows] into a buffer kept across the chain's batches: a fresh 38 MB batch of KDDCup99
         # rows each round cost its page faults (15 → 10 ms per batch). The rows are valid
         # indices, so mode="clip" (no buffered bounds check) never clips.
@@ -262,28 +266,44 @@ class _Chain:
         if self.batch_buffer is None or len(self.batch_buffer) < rows.size:
             self.batch_buffer = np.empty((rows.size,) + X.shape[1:], dtype=X.dtype)
         self.Xr = np.take(X, rows, axis=0, out=self.batch_buffer[:rows.size], mode="clip")
-        self.yr, self.lr = cfg.problem.y[rows], cfg.limit[:, rows]
+        self.yr, self.br = cfg.problem.y[rows], (cfg.bound[0][rows], cfg.bound[1][rows])
 
 
 def _select(scores, noise, added: bool) -> np.ndarray:
-    """NoisyMin for a batch of chains: argmin(s − E) per row (the reference: argmin(s + E))."""
-    return np.argmin(scores + noise if added else scores - noise, axis=1)
+    """NoisyMin: argmin(s − E) over the last axis, for one chain or a batch of chains (the
+    reference: argmin(s + E))."""
+    return np.argmin(scores + noise if added else scores - noise, axis=-1)
 
 
 class _FullBatch:
     """Lockstep rounds on the full data: every active chain re-measures its gradient (a fresh
     clipped sum after a step, GradAvg after a failed search), then searches. The matrix products
-    of a round are done for blocks of chains at once (BLAS-3): the clipped sums R·X of the chains
-    that moved and the search products D·Xᵀ of all searching chains; X·w is kept per chain and
-    updated along accepted steps. Chains sit at fixed rows (their slots) of the block buffers,
-    so a chain's products never depend on which other chains are active.
+    of a round are done for blocks of chains at once (BLAS-3): the clipped sums of the chains
+    that moved and the search products of all searching chains. Chains sit at fixed rows (their
+    slots) of the block buffers, so a chain's products never depend on which other chains are
+    active.
 
-    With float32 scores (logistic loss) the search products D·Xᵀ are float32 too (half the
-    memory traffic; the scores round X·d to float32 anyway). Privacy is unaffected: row i's
-    score term is still a function of (x_i, y_i) and released values alone, in [0, C_obj]
-    (scores.py, "float32 scores"). X·w then follows the steps with float32-accurate X·d,
-    so it is recomputed exactly every REFRESH accepted steps (drift ≲ 1e-6 relative in between).
-    The gradient products R·X stay float64: their sensitivity argument is the float64 one."""
+    The rows are multiplied by their sign σ_i once (:func:`~.scores.row_signs`), so that every
+    product gives *margins* m = σ·Xw and slopes β = σ·X(h·d) directly (the loss of a binary
+    model depends on a row only through its margin): the gradient weights are one clip of a
+    non-negative ψ(m) (:func:`~.primitives.margin_weights`) and the scores need no per-search
+    sign work. Each chain keeps its margins along its accepted steps (m ← m − j·β for the step
+    Φ_j = j·h) and does its search, selection and margin update while its rows of the buffers
+    are in cache.
+
+    With float32 scores (logistic loss) the search products are float32 too (half the memory
+    traffic; the scores round them to float32 anyway) and the margins are kept in float32, as
+    u = −m, the scores' own variable. Privacy is unaffected: row i's score term is still a
+    function of (x_i, y_i) and released values alone, in [0, C_obj] (scores.py, "float32
+    scores"), and its gradient weight ω_i = min(1/(1 + e^{m_i}), C/‖x_i‖), computed in float32
+    (:func:`~.primitives.logistic_weights32`), is still in [0, C/‖x_i‖] with the bound rounded
+    down, so the clipped sum Σ ω_i σ_i x_i, a float64 product, keeps its sensitivity C_grad.
+    Only utility could move, and does not measurably: a weight is within a few float32 ulps
+    (~1e-7 relative) of its float64 value, against Gaussian noise of standard deviation
+    C_grad/√(2ρ_ng) (≥ 10³ at the default splits) on a sum of at most n·C_grad/‖x‖. The margins
+    follow the steps with float32-accurate slopes, so every REFRESH rounds they are recomputed
+    exactly (a float64 product, rounded once), for every chain of a block at once (drift ≲ 1e-6
+    relative in between). Hinge and float64 scores keep float64 margins."""
 
     def __init__(self, cfg, width):
         self.cfg = cfg
@@ -291,68 +311,111 @@ class _FullBatch:
         n, p = cfg.n, cfg.p
         self.block = _block_size(width)
         rows = -(-width // self.block) * self.block
-        self.X = problem.X  # C-contiguous: R·X
-        self.XT = np.ascontiguousarray(problem.X.T)  # (p, n) C-contiguous: Xᵀ·r (one chain), X·w
         self.scorer = cfg.scorer()
         self.scorer.set_rows(problem.y)
+        self.kind = self.scorer.kind
+        # σ_i·x_i as the columns of a (p, n) C-contiguous array: Xᵀ·r for one chain, the blocks'
+        # products through its transpose
+        self.XT = np.ascontiguousarray((problem.X * self.scorer.sign[:, None]).T)
         dtype = np.float32 if self.scorer.f32 else np.float64
-        self.XTs = self.XT.astype(dtype, copy=False)  # (p, n): D·Xᵀ in the scores' precision
-        self.Z0, self.R = np.zeros((rows, n)), np.zeros((rows, n))
-        self.Zd, self.D = np.zeros((rows, n), dtype), np.zeros((rows, p), dtype)
-        self.G = np.zeros((rows, p))
-        self.step_buf = np.empty(n)
-        self.z_init = np.zeros(n) if cfg.init is None else self.XT.T @ np.asarray(cfg.init, dtype=float)
+        self.XTs = self.XT.astype(dtype, copy=False)  # (p, n): search products in the scores' precision
+        # the margins, in the scores' precision: float64 m, or float32 u = −m (logistic)
+        self.f32 = self.scorer.f32
+        self.M = None if self.f32 else np.zeros((rows, n))
+        self.U = np.zeros((rows, n), dtype) if self.f32 else None
+        self.R = np.zeros((rows, n))
+        self.B, self.D = np.zeros((rows, n), dtype), np.zeros((rows, p), dtype)
+        self.GT, self.W = np.zeros((p, rows)), np.zeros((rows, p))
+        self.step_buf = np.empty(n, dtype)
+        self.work32 = np.empty(n, np.float32) if self.f32 else None
+        # ω ≤ min(C/‖x_i‖ rounded down to float32, 1): the float32 weights' clip keeps ‖ω_i x_i‖ ≤ C
+        self.bound32 = float32_floor(np.minimum(cfg.bound[0], 1.0)) if self.f32 else None
+        self.m_init = np.zeros(n) if cfg.init is None else self.XT.T @ np.asarray(cfg.init, dtype=float)
 
     def products(self, A, M, out, chains) -> None:
         """out[s] = A[s]·M for the slots s of ``chains``, by whole blocks of rows."""
         b = self.block
         for start in sorted({ch.slot // b * b for ch in chains}):
-            if b == 1 and M is self.X:  # a lone gradient: Xᵀ·r as a matrix-vector product (faster)
-                np.matmul(self.XT, A[start], out=out[start])
+            np.matmul(A[start:start + b], M, out=out[start:start + b])
+
+    def gradients(self, chains) -> None:
+        """G[:, s] = Xᵀ·R[s] (σ-signed rows) for the slots s of ``chains``, by whole blocks: as
+        Xᵀ·R_blockᵀ, (p, b) = (p, n)·(n, b), which OpenBLAS does 2-3× faster here than the same
+        product as R_block·X, (b, n)·(n, p)."""
+        b = self.block
+        for start in sorted({ch.slot // b * b for ch in chains}):
+            if b == 1:  # a lone gradient: a matrix-vector product
+                np.matmul(self.XT, self.R[start], out=self.GT[:, start])
             else:
-                np.matmul(A[start:start + b], M, out=out[start:start + b])
+                np.matmul(self.XT, self.R[start:start + b].T, out=self.GT[:, start:start + b])
 
     def run(self, chains) -> None:
-        cfg, Z0, Zd, R, D, G = self.cfg, self.Z0, self.Zd, self.R, self.D, self.G
-        loss, y, limit, n = cfg.problem.loss, cfg.problem.y, cfg.limit, cfg.n
+        cfg, M, U, B, R, D, GT = self.cfg, self.M, self.U, self.B, self.R, self.D, self.GT
+        loss, y, bound, n, exp_dec = cfg.problem.loss, cfg.problem.y, cfg.bound, cfg.n, cfg.exp_dec
+        scores_of, added = self.scorer.margin_scores, cfg.sem.noise_added
         for ch in chains:
-            Z0[ch.slot] = self.z_init
-        active = list(chains)
+            self.reset(ch)
+        active, rounds = list(chains), 0
         while active:
             movers = [ch for ch in active if not ch.retry and ch.open_gradient()]
             if movers:
+                with np.errstate(over="ignore"):  # e^{m} = inf: the weight's limit 0
+                    for ch in movers:
+                        if U is None:
+                            margin_weights(self.kind, loss, M[ch.slot], y, bound, R[ch.slot])
+                        else:
+                            logistic_weights32(U[ch.slot], self.bound32, self.work32, R[ch.slot])
+                self.gradients(movers)
                 for ch in movers:
-                    clipped_dphi(loss, Z0[ch.slot], y, limit, out=R[ch.slot])
-                self.products(R, self.X, G, movers)
-                for ch in movers:
-                    ch.measured(G[ch.slot].copy(), n)
+                    ch.measured(np.negative(GT[:, ch.slot]), n)  # Σ clip(∇ℓ_i) = −Σ ω_i σ_i x_i
             searchers = [ch for ch in active if not ch.done and (not ch.retry or ch.remeasure())
                          and ch.open_search()]
             if searchers:
                 for ch in searchers:
-                    D[ch.slot] = ch.direction
-                self.products(D, self.XTs, Zd, searchers)
-                scores = np.array([self.scorer.scores(Z0[ch.slot], Zd[ch.slot], ch.alpha_max)
-                                   for ch in searchers])
-                scores[:, 0] *= cfg.exp_dec
-                noise = np.array([ch.noise() for ch in searchers])
-                for ch, k in zip(searchers, _select(scores, noise, cfg.sem.noise_added).tolist()):
-                    step = ch.searched(k, n)
-                    if step:
-                        self.follow(ch, step)
+                    np.multiply(ch.direction, ch.h, out=D[ch.slot], casting="same_kind")
+                self.products(D, self.XTs, B, searchers)
+                for ch in searchers:  # search, select and follow while the chain's rows are hot
+                    s = ch.slot
+                    scores = scores_of(None, B[s], U[s]) if U is not None else scores_of(M[s], B[s])
+                    scores[0] *= exp_dec
+                    k = int(_select(scores, ch.noise(), added))
+                    j = ch.searched(k, n)
+                    if j:
+                        self.follow(ch, j)
+            rounds += 1
             active = [ch for ch in active if not ch.done]
+            if rounds % REFRESH == 0 and active:
+                self.refresh(chains, active)
 
-    def follow(self, ch, step) -> None:
-        """X·w ← X·w − Φ·X·d in place after an accepted step (exactly X·w every REFRESH steps)."""
-        z0, zd = self.Z0[ch.slot], self.Zd[ch.slot]
-        if zd.dtype != np.float64:
-            if len(ch.trace.applied) % REFRESH == 0:
-                np.matmul(self.XT.T, ch.w, out=z0)
-            else:
-                np.multiply(zd, -step, out=self.step_buf)
-                z0 += self.step_buf
-        elif daxpy(zd, z0, a=-step) is not z0:  # pragma: no cover
-            raise RuntimeError("daxpy did not update X·w in place")
+    def reset(self, ch) -> None:
+        if self.U is None:
+            self.M[ch.slot] = self.m_init
+        else:
+            np.negative(self.m_init, out=self.U[ch.slot], casting="same_kind")
+
+    def follow(self, ch, j) -> None:
+        """Margins after the step Φ_j = j·h along d: m ← m − j·β (u ← u + j·β), in place."""
+        beta = self.B[ch.slot]
+        if self.U is None:
+            m = self.M[ch.slot]
+            if daxpy(beta, m, a=-float(j)) is not m:  # pragma: no cover
+                raise RuntimeError("daxpy did not update the margins in place")
+            return
+        self.U[ch.slot] += np.multiply(beta, np.float32(j), out=self.step_buf)
+
+    def refresh(self, chains, active) -> None:
+        """The margins σ·Xw recomputed exactly for the blocks of the ``active`` chains (one float64
+        product per block, every chain of the block at once); u = −m rounded to float32."""
+        b = self.block
+        for ch in chains:
+            self.W[ch.slot] = ch.w
+        for start in sorted({ch.slot // b * b for ch in active}):
+            rows = slice(start, start + b)
+            if self.U is None:
+                np.matmul(self.W[rows], self.XT, out=self.M[rows])
+            else:  # R is free between rounds: the exact margins pass through it
+                np.matmul(self.W[rows], self.XT, out=self.R[rows])
+                np.negative(self.R[rows], out=self.U[rows], casting="same_kind")
 
 
 class _MiniBatch:
@@ -365,25 +428,26 @@ class _MiniBatch:
 
     def run(self, chains) -> None:
         cfg = self.cfg
-        loss = cfg.problem.loss
+        loss, sign = cfg.problem.loss, row_signs(cfg.problem.loss, cfg.problem.y)
         for ch in chains:
             ch.scorer = cfg.scorer()
         active = list(chains)
         while active:
             for ch in active:
                 if not ch.retry and ch.open_gradient():
-                    ch.z0 = ch.Xr @ ch.w
+                    ch.sr = sign[ch.rows]
+                    ch.m0 = ch.sr * (ch.Xr @ ch.w)
                     ch.scorer.set_rows(ch.yr)
-                    ch.measured(clipped_grad_from_scores(loss, ch.z0, ch.yr, ch.lr, ch.Xr), ch.z0.size)
+                    with np.errstate(over="ignore"):
+                        weights = margin_weights(ch.scorer.kind, loss, ch.m0, ch.yr, ch.br, np.empty(ch.m0.size))
+                    weights *= ch.sr
+                    ch.measured(-(weights @ ch.Xr), ch.m0.size)
             searchers = [ch for ch in active if not ch.done and (not ch.retry or ch.remeasure())
                          and ch.open_search()]
-            if searchers:
-                scores = np.array([ch.scorer.scores(ch.z0, ch.Xr @ ch.direction, ch.alpha_max)
-                                   for ch in searchers])
-                scores[:, 0] *= cfg.exp_dec
-                noise = np.array([ch.noise() for ch in searchers])
-                for ch, k in zip(searchers, _select(scores, noise, cfg.sem.noise_added).tolist()):
-                    ch.searched(k, ch.z0.size)
+            for ch in searchers:
+                scores = ch.scorer.margin_scores(ch.m0, ch.sr * (ch.Xr @ (ch.h * ch.direction)))
+                scores[0] *= cfg.exp_dec
+                ch.searched(int(_select(scores, ch.noise(), cfg.sem.noise_added)), ch.m0.size)
             active = [ch for ch in active if not ch.done]
 
 

@@ -1,7 +1,9 @@
 """DP-AGD's data-access primitives and the two ways its budget is kept (Lee & Kifer 2018,
 Algorithm 2).
 
-* :func:`clipped_grad_from_scores` — the clipped gradient sum of Algorithm 2 line 4;
+* :func:`margin_weights` — the clipped gradient sum of Algorithm 2 line 4, Σ_i clip_C(∇ℓ_i(w)),
+  as weights on the rows, from the margins the engine keeps (:func:`logistic_weights32` from
+  float32 margins);
 * :func:`grad_avg` — GradAvg (Lee & Kifer 2018, §4), one function for both the corrected running
   estimate and the code's average with the first measurement (the caller chooses what it passes in);
 * :class:`FilterBudget` — a :class:`~dperm.privacy.ZCDPFilter`: every primitive is charged
@@ -17,39 +19,57 @@ import math
 
 import numpy as np
 
-from ...losses import Hinge
 from ...privacy import ZCDPFilter
 
-__all__ = ["CodeBudget", "FilterBudget", "clipped_dphi", "clipped_grad_from_scores", "grad_avg"]
+__all__ = ["CodeBudget", "FilterBudget", "float32_floor", "grad_avg", "logistic_weights32", "margin_weights"]
 
 
-def clipped_grad_from_scores(loss, z, y, limit, X):
-    """Σ_i clip_C(φ'(z_i, y_i)·x_i) from given scores z = X·w, as Xᵀ clip(φ', −C/‖x_i‖, C/‖x_i‖).
+def margin_weights(kind, loss, m, y, bound, out):
+    """Weights ω_i ≥ 0 (or signed, for a loss without a label sign) with
+    Σ_i clip_C(∇ℓ_i(w)) = −Σ_i ω_i·σ_i·x_i, from the margins m_i = σ_i⟨w, x_i⟩ (σ_i the row sign of
+    :func:`~.scores.row_signs`), written to ``out``; ``bound`` = (C/‖x_i‖, min(1, C/‖x_i‖)).
 
-    The per-example gradient φ'·x_i has norm |φ'|·‖x_i‖, so clipping it to norm C is clipping φ'
-    to ±C/‖x_i‖ (``limit`` = the pair of arrays (−C/‖x_i‖, C/‖x_i‖), infinite where x_i = 0).
-    Same value as :meth:`dperm.losses.GLMLoss.clipped_grad_sum`, without recomputing X·w.
-    """
-    d = loss.dphi(z, y)
-    np.maximum(d, limit[0], out=d)
-    np.minimum(d, limit[1], out=d)
-    return d @ X
-
-
-def clipped_dphi(loss, z, y, limit, out):
-    """The weights clip(φ'(z_i, y_i), −C/‖x_i‖, C/‖x_i‖) of :func:`clipped_grad_from_scores`,
-    written to ``out`` (the clipped gradient sum is then out·X)."""
-    if isinstance(loss, Hinge):  # φ' = −y where y·z < 1, else 0 (Hinge.dphi), without temporaries
-        np.multiply(z, y, out=out)
-        np.less(out, 1.0, out=out)
-        np.multiply(out, y, out=out)
-        np.negative(out, out=out)
-        d = out
+    The per-example gradient is φ'·x_i, of norm |φ'|·‖x_i‖, so clipping it to norm C is clipping
+    φ' to ±C/‖x_i‖. In margins φ'(z_i) = −σ_i·ψ(m_i) with ψ ≥ 0 for the binary losses — logistic
+    ψ = 1/(1 + e^{m}) (φ' = σ(z) − t), hinge ψ = 1[m < 1] (Hinge.dphi) — so the clip is one
+    minimum with C/‖x_i‖ (infinite where x_i = 0). Any other loss (σ = 1): ω = −clip(φ', ±C/‖x_i‖).
+    The caller ignores floating-point overflow: e^{m} = inf gives the correct limit ω = 0."""
+    if kind == "logistic":
+        np.exp(m, out=out)
+        out += 1.0
+        np.reciprocal(out, out=out)
+        np.minimum(out, bound[0], out=out)
+    elif kind == "hinge":
+        np.less(m, 1.0, out=out)  # 1[m < 1] as 0.0/1.0
+        out *= bound[1]
     else:
-        np.copyto(out, z)
-        d = loss.dphi_overwrite(out, y)  # the logistic kernel works in place; others allocate
-    np.maximum(d, limit[0], out=out)
-    np.minimum(out, limit[1], out=out)
+        d = loss.dphi(m, y)
+        np.maximum(d, -bound[0], out=d)
+        np.minimum(d, bound[0], out=d)
+        np.negative(d, out=out)
+    return out
+
+
+def float32_floor(x: np.ndarray) -> np.ndarray:
+    """x rounded down to float32 (+inf stays +inf)."""
+    f = x.astype(np.float32)
+    above = f.astype(float) > x
+    f[above] = np.nextafter(f[above], np.float32(0.0))
+    return f
+
+
+def logistic_weights32(u, bound32, work, out):
+    """The logistic weights ω = min(1/(1 + e^{m}), C/‖x_i‖) (:func:`margin_weights`)
+    from float32 u = −m, computed in float32 and written to the float64 ``out``: 1/(1 + e^{−u}) is
+    within a few float32 ulps of ψ(m), clipped to the bound rounded down to float32, so
+    0 ≤ ω_i ≤ C/‖x_i‖ holds exactly and the sum Σ ω_i σ_i x_i (float64) keeps the sensitivity
+    C_grad. The caller ignores overflow (e^{−u} = inf gives ω = 0)."""
+    np.negative(u, out=work)
+    np.exp(work, out=work)
+    work += np.float32(1.0)
+    np.divide(np.float32(1.0), work, out=work)
+    np.minimum(work, bound32, out=work)
+    np.copyto(out, work)
     return out
 
 

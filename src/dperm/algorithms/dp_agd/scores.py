@@ -5,51 +5,60 @@ the candidates w_k = w − Φ_k·d, Φ_k = k·h (k = 0..m, h = α_max/m), by
 
     s_k = Σ_i min(ℓ_i(w_k), C_obj).
 
-For a linear model ℓ_i(w) = φ(⟨w, x_i⟩, y_i), so the score of candidate k only needs
-z_ik = ⟨w, x_i⟩ − Φ_k·⟨d, x_i⟩: two matrix-vector products X·w and X·d per search instead of
-m + 1 (the caller keeps X·w up to date, so in practice one). What is left is elementwise work
-on the n × (m+1) margins, which this module does without transcendental calls per element:
+For a linear model ℓ_i(w) = φ(⟨w, x_i⟩, y_i), so the score of candidate k only needs the
+*margins* m_ik = σ_i⟨w_k, x_i⟩ = m_i − k·β_i, with m_i = σ_i⟨w, x_i⟩ and β_i = σ_i⟨h·d, x_i⟩:
+two matrix-vector products per search instead of m + 1 (the engine keeps the margins up to date
+along the steps and multiplies by rows already signed, so in practice one). The row sign σ_i is
+the label sign ±1 for the binary losses (logistic: 2t − 1; hinge: y), 1 for any other loss
+(:func:`row_signs`); in margins both binary losses depend on the row only through m_ik. What is
+left is elementwise work on the n × (m+1) margins, done without transcendental calls per
+element:
 
-* **logistic** — ℓ = log(1 + e^u), u_ik = −s_i z_ik (s_i = ±1 the label sign), and clipping
-  commutes with the monotone softplus: min(ℓ, C) = log(1 + e^{min(u, u_C)}), u_C = log(e^C − 1).
-  Because u is affine in k, e^{u_ik} = e^{u_i0}·r_i^k with r_i = e^{β_i} — one multiplication per
-  element instead of an exp — and Σ_i log(1 + ·) is taken as the log of products of
-  min(64, ⌊600/C⌋) factors in [1, e^C] (no overflow): one log per chunk instead of per element.
-  Rows whose u reaches u_C somewhere on the grid (checked at both ends, u being affine) or
-  starts below −700 are summed directly as one small 2-D block (a few per cent of the rows), so
-  the main pass needs no clipping and e^u never leaves the normal float range. Batches of at
-  most 256 rows are done in one 2-D evaluation (k passes of tiny ufunc calls would cost more).
-* **hinge** — min(max(0, 1 − m), C) with m_ik = s_i z_ik is piecewise linear in k. A row whose
-  range over the grid stays inside [0, C], above C or below 0 contributes v_i + k·β_i, C or 0
-  at every k (dot products over all such rows); a row with a kink inside the grid is linear on
-  one index interval and C on another, summed with ``bincount`` and a cumulative sum. O(n), not
-  O(n·m).
-* **any other GLM loss** (``loss.phi``) — the (m+1) × n margins are formed by broadcasting and
-  passed to ``phi`` (still two mat-vecs, generic elementwise cost).
+* **logistic** — ℓ = log(1 + e^u), u_ik = −m_ik = a_i + k·β_i (a = −m), and clipping commutes
+  with the monotone softplus: min(ℓ, C) = log(1 + e^{min(u, u_C)}), u_C = log(e^C − 1). Because
+  u is affine in k, e^{u_ik} = e^{a_i}·r_i^k with r_i = e^{β_i} — one multiplication per element
+  instead of an exp — and Σ_i log(1 + ·) is taken as the log of products of chunks of factors in
+  [1, e^C] (no overflow): one log per chunk instead of per element. Which rows can reach the cap
+  u_C somewhere on the grid (u is affine in k: both ends are tested) is decided once per search;
+  those rows (and rows far below, where e^u leaves the normal range) are summed apart as one small
+  block with the clip, so the main pass over the other rows needs no clipping: per candidate it is
+  one multiplication, one addition and one chunked product. Batches of at most 256 rows are done
+  in one 2-D evaluation (k passes of tiny ufunc calls would cost more).
+* **hinge** — min(max(0, 1 − m), C) is piecewise linear in k. A row whose range over the grid
+  stays inside [0, C], above C or below 0 contributes v_i + k·β_i, C or 0 at every k (v = 1 − m;
+  dot products over all such rows); a row with a kink inside the grid is linear on one index
+  interval and C on another, summed with ``bincount`` and a cumulative sum. O(n), not O(n·m).
+* **any other GLM loss** (``loss.phi``; σ = 1, so margins are the scores z) — the (m+1) × n
+  values are formed by broadcasting and passed to ``phi`` (generic elementwise cost).
 
 All float64 paths are exact up to floating-point rounding (relative error ~1e-15 on BANK-sized
 sums; tests compare them with the naive per-candidate evaluation, :func:`naive_candidate_scores`).
-Every row's term is a function of that row alone and lies in [0, C_obj], so the scores keep the
-add/remove sensitivity C_obj and monotonicity the NoisyMin calibration relies on.
+Every row's term is a function of that row alone (and of released values) and lies in
+[0, C_obj], so the scores keep the add/remove sensitivity C_obj and the monotonicity the NoisyMin
+calibration relies on.
 
 **float32 scores** (``dtype=np.float32``, what DP-AGD uses; logistic loss only — the hinge pass
-is O(n) and stays float64). The chunked-product pass runs on float32 copies a = −s·fl32(z0),
-β = fl32(zd)·fl32(h·s): about half the memory traffic and twice the SIMD width of float64, 1.6–2×
-faster per search. Privacy does not depend on how accurately the scores approximate the clipped
-losses: the NoisyMin argument needs only that the score is a sum over rows of a term that
-depends on that row alone (and on public or released values) and lies in [0, C_obj] — then
-adding a row raises every score by an amount in [0, C_obj] (monotone, sensitivity C_obj). Here
-row i's term is log t_ik with t_ik = fl(1 + e^{a_i}·(e^{β_i})^k) ≥ 1, clipped to fl32(e^C) ≤ e^C
-*after* rounding whenever some row can reach the cap on the grid; when none comes within 10⁻³
-of it (in u), the float32 error of e^u (< 10⁻⁵ relative, ≤ 4 ulp per exp and 21 products) cannot
-reach it either. So every term is in [0, C_obj] and the privacy argument is unchanged; rows whose
-u leaves [−80, 80] (e^u would not be a normal float32) are scored exactly in float64 and
-clipped. Only utility moves: the sums differ from float64 by ~10⁻⁴ absolute on BANK (scores
-~10⁴), against a NoisyMin noise scale of C_obj/ε_nmax ≥ 40 for ε ≤ 10; the tests check that a
-whole run's selections agree with float64 ones (same noise) in ≥ 99% of searches, and that
-every factor lies in [1, e^C]. The chunk products are taken over ⌊88/C⌋ factors (< FLT_MAX),
-then groups of them multiplied in float64 before the log; this aggregation is rounded as any
-floating-point sum is (here ~10⁻⁶ relative per chunk), in float64 as in float32.
+is O(n) and stays float64). The chunked-product pass runs on float32 a = −m and β: half the
+memory traffic and twice the SIMD width of float64. Privacy does not depend on how accurately
+the scores approximate the clipped losses: the NoisyMin argument needs only that the score is a
+sum over rows of a term that depends on that row alone (and on public or released values) and
+lies in [0, C_obj] — then adding a row raises every score by an amount in [0, C_obj] (monotone,
+sensitivity C_obj). Here:
+
+* a row of the main pass has u < u_C − 10⁻³ and u ≥ −80 at every grid point (tested in float32
+  on a and a + (k−1)β). Its factor t_ik = fl(1 + e^{a_i}·(e^{β_i})^k) ≥ 1 is computed to within a
+  relative 21·4 ulp < 10⁻⁵ of 1 + e^{u}, and e^{u} < e^{u_C − 10⁻³}, so t < e^C: its term
+  log t_ik lies in [0, C] without clipping. The factors are multiplied in chunks of ⌊88/C⌋
+  (< FLT_MAX), and each chunk product's log is taken in float32 and summed in float64.
+* a row that reaches u_C − 10⁻³ somewhere, or goes below −80, is scored in a (k × rows) float32
+  block as min(log(1 + e^{min(u, u_C)}), C) — clipped after rounding, so in [0, C] — and a row at
+  or above u_C at both ends (clipped on the whole grid) contributes C.
+
+So every term is in [0, C_obj] and the privacy argument is unchanged. Only utility moves: the
+sums differ from float64 by ~10⁻⁴ absolute on BANK (scores ~10⁴), against a NoisyMin noise scale
+of C_obj/ε_nmax ≥ 40 for ε ≤ 10; the tests check that a whole run's selections agree with
+float64 ones (same noise) in ≥ 99% of searches, and that every factor lies in [1, e^C]. The chunk
+logs and the float64 sum are rounded as any floating-point sum is (~10⁻⁶ relative per chunk).
 """
 
 from __future__ import annotations
@@ -60,20 +69,17 @@ import numpy as np
 
 from ...losses import Hinge, Logistic
 
-__all__ = ["CandidateScorer", "candidate_grid", "naive_candidate_scores"]
+__all__ = ["CandidateScorer", "candidate_grid", "naive_candidate_scores", "row_signs"]
 
 # Rows starting below e^-700 go to the direct block: e^u·r^k must not start subnormal.
 _EXP_SAFE = 700.0
 _SMALL = 256
-_STEP_CACHE = 32  # step widths whose h·s is kept
 _KINKED_DIRECT = 1024  # kinked hinge rows summed as one (k × rows) block up to this many
-# float32 pass: rows whose u leaves [−_F32_RANGE, _F32_RANGE] somewhere on the grid go to the
-# (float64) direct block, so e^u stays a normal float32; factors are clipped to e^C after rounding
-# unless no row comes within _F32_MARGIN of the cap u_C (then rounding cannot reach it).
+# float32 pass: rows whose u leaves [−_F32_RANGE, u_C − _F32_MARGIN] somewhere on the grid are
+# scored apart (the clipped block), so the main pass needs no clip and e^u stays a normal float32
 _F32_RANGE = 80.0
 _F32_MARGIN = 1e-3
 _F32_LOG_MAX = 88.0  # a product of float32 factors must stay below FLT_MAX ≈ e^88.72
-_F64_LOG_MAX = 700.0  # and a product of those products below DBL_MAX ≈ e^709.78
 
 
 def candidate_grid(alpha_max: float, n_steps: int) -> np.ndarray:
@@ -89,11 +95,41 @@ def naive_candidate_scores(problem, w, d, phis, clip, rows=None) -> np.ndarray:
     return np.array([np.minimum(problem.per_example_value(c, rows), clip).sum() for c in cands])
 
 
+def score_kind(loss) -> str:
+    """"logistic", "hinge" or "glm" (any other loss with ``phi``): how the scores are taken."""
+    if isinstance(loss, Logistic):
+        return "logistic"
+    if isinstance(loss, Hinge):
+        return "hinge"
+    if hasattr(loss, "phi"):
+        return "glm"
+    raise TypeError(f"DP-AGD's candidate scores need a linear-model loss with phi(z, y); got {loss!r}")
+
+
+def row_signs(loss, y) -> np.ndarray:
+    """σ_i: the label sign ±1 of each row for the logistic (2t − 1) and hinge (y) losses, whose
+    loss is a function of the margin σ_i⟨w, x_i⟩ alone; 1 for any other loss."""
+    kind = score_kind(loss)
+    y = np.asarray(y, dtype=float)
+    if kind == "logistic":
+        return 2.0 * loss.target01(y) - 1.0
+    if kind == "hinge":
+        return y.copy()
+    return np.ones_like(y)
+
+
+def _float32_below(x: float) -> np.float32:
+    """The largest float32 ≤ x."""
+    f = np.float32(x)
+    return f if float(f) <= x else np.nextafter(f, np.float32(-np.inf))
+
+
 class CandidateScorer:
     """Scores of the m + 1 grid candidates for one loss, reusing buffers across searches.
 
     Call :meth:`set_rows` with the labels of the rows in use (once for full-batch runs, every
-    iteration for mini-batches), then :meth:`scores` with z0 = X·w and zd = X·d on those rows.
+    iteration for mini-batches), then :meth:`scores` with z0 = X·w and zd = X·d on those rows,
+    or :meth:`margin_scores` with the margins and their slopes (what the engine keeps).
     """
 
     def __init__(self, loss, clip: float, n_steps: int, dtype=np.float64):
@@ -103,24 +139,17 @@ class CandidateScorer:
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32; got {dtype!r}")
         self.loss, self.clip, self.k = loss, float(clip), int(n_steps) + 1
-        if isinstance(loss, Logistic):
-            self.kind = "logistic"
-        elif isinstance(loss, Hinge):
-            self.kind = "hinge"
-        elif hasattr(loss, "phi"):
-            self.kind = "glm"
-        else:
-            raise TypeError(f"DP-AGD's candidate scores need a linear-model loss with phi(z, y); got {loss!r}")
+        self.kind = score_kind(loss)
         # Chunk of products: factors lie in [1, e^C], so ⌊600/C⌋ of them stay below e^600.
         self.chunk = max(1, min(64, int(600.0 // self.clip)))
-        # float32: ⌊88/C⌋ factors per float32 product, then groups of those in float64
+        # float32: ⌊88/C⌋ factors per float32 product (< FLT_MAX), one log per product
         self.chunk32 = max(1, min(64, int(_F32_LOG_MAX // self.clip)))
-        self.group32 = max(1, min(16, int(_F64_LOG_MAX // (self.clip * self.chunk32))))
         self.f32 = self.dtype == np.float32 and self.kind == "logistic"
         self._ucap = math.log(math.expm1(self.clip))  # min(log(1 + e^u), C) = log(1 + e^{min(u, u_C)})
-        # the float32 factor cap: the largest float32 ≤ e^C (e^C itself may round up)
-        cap = np.float32(min(math.exp(min(self.clip, 88.0)), float(np.finfo(np.float32).max)))
-        self._cap32 = cap if float(cap) <= math.exp(self.clip) else np.nextafter(cap, np.float32(0))
+        self._main32 = np.float32(self._ucap - _F32_MARGIN)  # main-pass rows stay below this u
+        self._ucap32 = _float32_below(self._ucap)
+        self._clip32 = _float32_below(self.clip)
+        self._grid32 = np.arange(self.k, dtype=np.float32)[:, None]
         self._capacity = 0
 
     # -- rows ---------------------------------------------------------------------------------
@@ -128,18 +157,12 @@ class CandidateScorer:
         """Labels of the rows the next scores refer to (in the loss's label form)."""
         y = np.asarray(y, dtype=float)
         self.y = y
-        if self.kind == "logistic":
-            self.sign = 2.0 * self.loss.target01(y) - 1.0  # ℓ = softplus(−s·z) for either label form
-            self._negsign = -self.sign
-            self._negsign32 = self._negsign.astype(np.float32)
-        elif self.kind == "hinge":
-            self.sign = y
-        self._hsigns = {}  # h·s is cached per step width h
+        self.sign = row_signs(self.loss, y)
         self._reserve(y.size)
 
     def _reserve(self, n: int) -> None:
         """Grow the work buffers to n rows (padded to whole chunks); never shrink them."""
-        block = self.chunk32 * self.group32 if self.f32 else self.chunk
+        block = self.chunk32 if self.f32 else self.chunk
         padded = -(-max(n, 1) // block) * block
         if padded <= self._capacity:
             return
@@ -147,12 +170,13 @@ class CandidateScorer:
         self._a, self._b = np.empty(padded), np.empty(padded)
         if self.f32:
             f4 = np.float32
-            self._a4, self._b4 = np.empty(padded, f4), np.empty(padded, f4)  # (only n used)
+            self._a4, self._b4 = np.empty(padded, f4), np.empty(padded, f4)
+            self._end4, self._hi4 = np.empty(padded, f4), np.empty(padded, f4)
             self._e4, self._r4, self._t4 = np.empty(padded, f4), np.empty(padded, f4), np.empty(padded, f4)
             self._prod4 = np.empty((self.k, padded // self.chunk32), f4)
-            self._cap4 = np.full(padded, self._cap32, f4)  # an array operand: np.minimum is 5× faster
-            self._prod8 = np.empty((self.k, padded // self.chunk32))
-        elif self.kind == "logistic":
+            self._logs, self._ones = np.empty((self.k, padded // self.chunk32)), np.ones(padded // self.chunk32)
+            self._reach = np.empty(padded, bool)
+        if self.kind == "logistic":
             self._e, self._t = np.empty(padded), np.empty(padded)
             self._prod = np.empty((self.k, padded // self.chunk))
         elif self.kind == "hinge":  # float64 whatever the dtype: the hinge pass is O(n), not O(n·m)
@@ -160,17 +184,6 @@ class CandidateScorer:
             self._mask, self._mask2 = np.empty(padded, bool), np.empty(padded, bool)
             self._mask3, self._mask4 = np.empty(padded, bool), np.empty(padded, bool)
             self._kinked = _KinkedHinge(padded, self.clip, self.k)
-
-    def _signed_step(self, h, dtype=np.float64):
-        """h·s_i for every row (rounded to ``dtype``), cached for the last few step widths h
-        (chains in lockstep search with their own α_max)."""
-        key = (h, dtype)
-        hsign = self._hsigns.get(key)
-        if hsign is None:
-            if len(self._hsigns) >= _STEP_CACHE:
-                self._hsigns.pop(next(iter(self._hsigns)))
-            hsign = self._hsigns[key] = (h * self.sign).astype(dtype)
-        return hsign
 
     # -- scores -------------------------------------------------------------------------------
     def scores(self, z0, zd, alpha_max: float) -> np.ndarray:
@@ -182,26 +195,35 @@ class CandidateScorer:
         if z0.shape != self.y.shape or zd.shape != self.y.shape:
             raise ValueError(f"z0 and zd must have the rows' shape {self.y.shape}; got {z0.shape}, {zd.shape}")
         h = alpha_max / (self.k - 1)
+        slope = (zd * self.sign.astype(zd.dtype)) * zd.dtype.type(h)  # β = σ·h·zd
+        return self.margin_scores(self.sign * z0, slope)
+
+    def margin_scores(self, m0, beta, u0=None) -> np.ndarray:
+        """s_k = Σ_i min(ℓ_i, C_obj) at the margins m0 − k·β (k = 0..m; the rows set by
+        :meth:`set_rows`). ``beta`` may be float32 when the scores are; the logistic scores may
+        be given u0 = −m0 in float32 instead of m0 (``m0`` None: what the engine keeps)."""
         if self.y.size == 0:
             return np.zeros(self.k)
         if self.kind == "logistic":
-            return self._logistic32(z0, zd, h) if self.f32 and z0.size > _SMALL else self._logistic(z0, zd, h)
+            if self.f32 and self.y.size > _SMALL:
+                return self._logistic32(m0, beta, u0)
+            a = np.negative(m0, out=self._a[:m0.size]) if m0 is not None else np.asarray(u0, dtype=float)
+            return self._logistic(a, np.asarray(beta, dtype=float))
         if self.kind == "hinge":
-            return self._hinge(z0, zd, h)
-        phis = np.arange(self.k) * h
-        z = z0[None, :] - phis[:, None] * zd[None, :]
+            return self._hinge(m0, np.asarray(beta, dtype=float))
+        z = m0[None, :] - np.arange(self.k)[:, None] * np.asarray(beta, dtype=float)[None, :]
         return np.minimum(self.loss.phi(z, self.y), self.clip).sum(axis=1)
 
-    def _logistic(self, z0, zd, h):
-        n, c, k = z0.size, self.chunk, self.k
+    def _logistic(self, a, beta):
+        """float64 chunked products; u_ik = a_i + k·β_i."""
+        n, c, k = a.size, self.chunk, self.k
         if n <= _SMALL:  # a few rows: one 2-D evaluation beats k passes of tiny ufunc calls
-            u = -self.sign[:, None] * (z0[:, None] - (np.arange(k) * h)[None, :] * zd[:, None])
+            u = a[:, None] + np.arange(k)[None, :] * beta[:, None]
             return np.minimum(np.logaddexp(0.0, u), self.clip).sum(axis=0)
         m = -(-n // c) * c
-        a, e, r, t = self._a[:n], self._e[:m], self._b[:m], self._t[:m]
-        np.multiply(z0, self._negsign, out=a)  # u_i0 = −s_i z0_i; u_ik = u_i0 + k·β_i, β_i = h s_i zd_i
+        e, r, t = self._e[:m], self._b[:m], self._t[:m]
+        np.copyto(r[:n], beta)
         beta = r[:n]
-        np.multiply(zd, self._signed_step(h), out=beta)
         # Rows that reach the cap somewhere on the grid (u is affine in k: test the far end too),
         # or start below e^-700, are summed directly; the rest need neither clipping nor care.
         top = t[:n]
@@ -224,57 +246,76 @@ class CandidateScorer:
                 np.multiply.reduce(t.reshape(c, -1), axis=0, out=prod[j])
         return np.log(prod).sum(axis=1) + direct
 
-    def _logistic32(self, z0, zd, h, factors=None):
+    def _logistic32(self, m0, beta, u0=None, factors=None):
         """The chunked-product pass with float32 factors (module docstring, "float32 scores").
 
-        a = −s·fl32(z0) and β = fl32(zd)·fl32(h·s) are float32; u_ik = a_i + kβ_i. If u leaves
-        [−80, 80] somewhere on the grid (u is affine in k: both ends are tested), those rows go
-        to the float64 direct block; for the others e^u is a normal float32. Every factor
-        t_ik = fl(1 + e^{a_i}·(e^{β_i})^k) ≥ 1 is clipped to e^C after rounding when some row
-        reaches u_C − 10⁻³ on the grid; otherwise the computed e^u is within a relative
-        21·4 ulp < 10⁻⁵ of e^{u} < e^{u_C − 10⁻³}, so t < e^C without clipping. Either way each
-        row's term log t_ik lies in [0, C]. ``factors`` (tests) receives the t's, (k, n).
+        a = −m0 and β in float32; u_ik = a_i + kβ_i. Rows whose u reaches u_C − 10⁻³ or goes below
+        −80 at either end of the grid (u is affine in k) are set aside (factor 1 in the main
+        pass) and scored in the clipped block (:meth:`_clipped32`). ``factors`` (tests) receives
+        the main pass's t's, (k, n): every one in [1, e^C).
         """
-        n, c, g, k = z0.size, self.chunk32, self.group32, self.k
-        m = -(-n // (c * g)) * (c * g)
+        n, c, k = self.y.size, self.chunk32, self.k
+        m = -(-n // c) * c
         e, r, t = self._e4[:m], self._r4[:m], self._t4[:m]
-        a, b, end = self._a4[:n], self._b4[:n], t[:n]
-        np.copyto(a, z0, casting="same_kind")
-        a *= self._negsign32  # u_i0 = −s_i z0_i (an exact sign flip of the rounded z0)
-        np.copyto(b, zd, casting="same_kind")
-        b *= self._signed_step(h, np.float32)  # β_i = h s_i zd_i
-        np.multiply(b, k - 1, out=end)  # u at the far end of the grid
-        end += a
-        low, high = min(a.min(), end.min()), max(a.max(), end.max())
-        clip = high >= self._ucap - _F32_MARGIN
-        special = ()
-        if low < -_F32_RANGE or high > _F32_RANGE:  # rare: rows far outside the clipped range
-            outside = (np.minimum(a, end) < -_F32_RANGE) | (np.maximum(a, end) > _F32_RANGE)
-            special = np.flatnonzero(outside)
+        if u0 is None:
+            a = np.negative(m0, out=self._a4[:n], casting="same_kind")
+        else:
+            a = u0
+        b = beta
+        if b.dtype != np.float32:
+            b = self._b4[:n]
+            np.copyto(b, beta, casting="same_kind")
+        end, hi = self._end4[:n], self._hi4[:n]
+        np.multiply(b, np.float32(k - 1), out=end)
+        end += a  # u at the far end of the grid
+        np.maximum(a, end, out=hi)
+        low = min(a.min(), end.min())
+        special = None
+        if hi.max() >= self._main32 or low < -_F32_RANGE:  # some row must be scored apart
+            reach = np.greater_equal(hi, self._main32, out=self._reach[:n])
+            if low < -_F32_RANGE:
+                reach |= np.minimum(a, end) < -_F32_RANGE
+            special = np.flatnonzero(reach)
         with np.errstate(over="ignore", under="ignore"):  # only special rows can leave the range
             np.exp(a, out=e[:n])
             np.exp(b, out=r[:n])  # r_i = e^{β_i}
         e[n:], r[n:] = 0.0, 1.0  # padding rows contribute log(1 + 0) = 0
-        direct = 0.0
-        if len(special):
+        clipped = 0.0
+        if special is not None:
             e[special], r[special] = 0.0, 1.0
-            direct = self._logistic_direct(-self.sign[special] * z0[special],
-                                           zd[special] * self._signed_step(h)[special])
-        prod, cap = self._prod4[:, : m // c], self._cap4[:m]
+            clipped = self._clipped32(a.take(special), b.take(special), end.take(special))
+        prod = self._prod4[:, : m // c]
         for j in range(k):
             if j:
                 e *= r
-            np.add(e, 1.0, out=t)
-            if clip:
-                np.minimum(t, cap, out=t)
+            np.add(e, np.float32(1.0), out=t)
             if factors is not None:
                 factors[j] = t[:n]
             np.multiply.reduce(t.reshape(c, -1), axis=0, out=prod[j])
-        # groups of float32 products multiplied in float64, one log per group
-        wide = self._prod8[:, : m // c]
-        np.copyto(wide, prod)
-        grouped = np.multiply.reduce(wide.reshape(k, g, -1), axis=1)
-        return np.log(grouped, out=grouped).sum(axis=1) + direct
+        logs = self._logs[:, : m // c]
+        np.copyto(logs, np.log(prod, out=prod))  # float32 logs of the chunk products, summed in float64
+        return logs @ self._ones[: m // c] + clipped
+
+    def _clipped32(self, a, beta, end):
+        """Σ_i min(log(1 + e^{min(u_ik, u_C)}), C) for the rows set aside by :meth:`_logistic32`
+        (float32, the clip applied after rounding: every term in [0, C]); a row at or above u_C
+        at both ends is clipped on the whole grid and contributes C."""
+        full = np.minimum(a, end) >= self._ucap32
+        count = int(np.count_nonzero(full))
+        if count:
+            a, beta = a[~full], beta[~full]
+        out = np.full(self.k, self.clip * count)
+        if a.size:
+            u = self._grid32 * beta[None, :]
+            u += a[None, :]
+            np.minimum(u, self._ucap32, out=u)
+            with np.errstate(under="ignore"):
+                np.exp(u, out=u)
+            u += np.float32(1.0)
+            np.log(u, out=u)
+            np.minimum(u, self._clip32, out=u)
+            out += u.sum(axis=1, dtype=np.float64)
+        return out
 
     def _logistic_direct(self, a, beta):
         """Σ_i log(1 + min(e^{a_i + kβ_i}, e^C − 1)) for a few rows, as one (k × rows) block."""
@@ -285,16 +326,14 @@ class CandidateScorer:
             np.exp(u, out=u)
         return np.log1p(u).sum(axis=1)
 
-    def _hinge(self, z0, zd, h):
-        # loss_ik = clip(v_i + k·β_i, 0, C), v = 1 − s·z0, β = h·s·zd (margin m = s·z). Over the
+    def _hinge(self, m0, beta):
+        # loss_ik = clip(v_i + k·β_i, 0, C), v = 1 − m0 (margins m_ik = m0_i − kβ_i). Over the
         # grid a row ranges between v and v + (k−1)β; one inside [0, C] is linear (v + kβ at every
         # k), one above C or below 0 is constant (C or 0), the rest have a kink (summed apart).
-        n, k, cap = z0.size, self.k, self.clip
-        v, beta, lo, hi, lin = self._a[:n], self._b[:n], self._e[:n], self._t[:n], self._u[:n]
+        n, k, cap = m0.size, self.k, self.clip
+        v, lo, hi, lin = self._a[:n], self._e[:n], self._t[:n], self._u[:n]
         linear, high, low, kinked = self._mask[:n], self._mask2[:n], self._mask3[:n], self._mask4[:n]
-        np.multiply(z0, self.sign, out=v)
-        np.subtract(1.0, v, out=v)
-        np.multiply(zd, self._signed_step(h), out=beta)
+        np.subtract(1.0, m0, out=v)
         np.multiply(beta, k - 1, out=hi)
         hi += v  # the far end; then the row's range [lo, hi] over the grid
         np.minimum(v, hi, out=lo)

@@ -65,7 +65,41 @@ def dp_sgd_lecture_sigma(epsilon: float, delta: float, steps: int, n: int, lipsc
     return sgd_sigma_rdp(epsilon, delta, steps, n, lipschitz)
 
 
-@register("dp-sgd-lecture",
+def fit_dp_sgd_lecture_settings(problem, privacies, rngs, draws: int = 1, *, steps: int | None = None,
+                                steps_rule: str = "n2", learning_rate: float = 0.1, clip: float = 1.0,
+                                radius: float | None = 1.0, step_size: str = "convex", output: str = "last",
+                                accountant: str = "notes") -> list[FitResult]:
+    """Every privacy target of a row at once: ``draws`` chains per target (target i's from
+    ``rngs[i]``), each with its own T and σ, run as one lockstep state (:func:`.theory.run_projected`):
+    result i is, bit for bit, the fit of target i alone; the interpreter's cost of a step is
+    shared by every chain still running (the row's smaller T finish first)."""
+    for privacy in privacies:
+        if not privacy.is_private or not privacy.delta > 0:
+            raise ValueError(f"dp-sgd-lecture needs a finite epsilon and delta > 0; got epsilon={privacy.epsilon!r}, "
+                             f"delta={privacy.delta!r}")
+    if not clip > 0:
+        raise ValueError(f"clip must be > 0; got clip={clip!r}")
+    if len(rngs) != len(privacies):
+        raise ValueError(f"need one generator per privacy target: {len(rngs)} for {len(privacies)}")
+    check_schedule(step_size, output, radius, problem.l2, learning_rate)
+    targets, chains, chain_steps, chain_sigma = [], [], [], []
+    for privacy, rng in zip(privacies, rngs):
+        eps, delta, n = float(privacy.epsilon), float(privacy.delta), problem.n
+        T = dp_sgd_lecture_steps(eps, delta, n, steps, steps_rule)
+        cal = dp_sgd_lecture_sigma(eps, delta, T, n, float(clip), accountant)
+        targets.append((eps, delta, T, cal))
+        chains += draw_rngs(rng, draws)
+        chain_steps += [T] * draws
+        chain_sigma += [cal["sigma"]] * draws
+    weights = run_projected(problem, chains, chain_steps, batch="one", sigma=chain_sigma, clip=clip, mode=step_size,
+                            learning_rate=learning_rate, radius=radius, output=output)
+    return [FitResult(weights=weights[i * draws:(i + 1) * draws], epsilon_spent=eps, delta_spent=delta,
+                      adjacency="replace-one", grad_evals=T / problem.n, iterations=T,
+                      accounting=ACCOUNTING[accountant], extra=dict(cal, steps=T, accountant=accountant))
+            for i, (eps, delta, T, cal) in enumerate(targets)]
+
+
+@register("dp-sgd-lecture", settings=fit_dp_sgd_lecture_settings,
           domains={"steps": optional(POSITIVE_INT), "steps_rule": one_of(*STEPS_RULES), "learning_rate": POSITIVE,
                    "clip": POSITIVE, "radius": optional(POSITIVE), "step_size": one_of(*STEP_SIZES),
                    "output": one_of(*OUTPUTS), "accountant": one_of(*sorted(ACCOUNTING))},
@@ -82,17 +116,7 @@ def fit_dp_sgd_lecture(problem, privacy: Privacy, rng, draws: int = 1, *, steps:
                        steps_rule: str = "n2", learning_rate: float = 0.1, clip: float = 1.0,
                        radius: float | None = 1.0, step_size: str = "convex", output: str = "last",
                        accountant: str = "notes"):
-    if not privacy.is_private or not privacy.delta > 0:
-        raise ValueError(f"dp-sgd-lecture needs a finite epsilon and delta > 0; got epsilon={privacy.epsilon!r}, "
-                         f"delta={privacy.delta!r}")
-    if not clip > 0:
-        raise ValueError(f"clip must be > 0; got clip={clip!r}")
-    check_schedule(step_size, output, radius, problem.l2, learning_rate)
-    eps, delta, n = float(privacy.epsilon), float(privacy.delta), problem.n
-    T = dp_sgd_lecture_steps(eps, delta, n, steps, steps_rule)
-    cal = dp_sgd_lecture_sigma(eps, delta, T, n, float(clip), accountant)
-    weights = run_projected(problem, draw_rngs(rng, draws), T, batch="one", sigma=cal["sigma"], clip=clip,
-                            mode=step_size, learning_rate=learning_rate, radius=radius, output=output)
-    return FitResult(weights=weights, epsilon_spent=eps, delta_spent=delta, adjacency="replace-one",
-                     grad_evals=T / n, iterations=T, accounting=ACCOUNTING[accountant],
-                     extra=dict(cal, steps=T, accountant=accountant))
+    """One privacy target: :func:`fit_dp_sgd_lecture_settings` with it alone (module docstring)."""
+    return fit_dp_sgd_lecture_settings(problem, [privacy], [rng], draws, steps=steps, steps_rule=steps_rule,
+                                       learning_rate=learning_rate, clip=clip, radius=radius, step_size=step_size,
+                                       output=output, accountant=accountant)[0]

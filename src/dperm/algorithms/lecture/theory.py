@@ -125,17 +125,21 @@ def _project(W: np.ndarray, radius: float | None) -> None:
         W *= scale[:, None]
 
 
-def run_projected(problem, rngs, steps: int, *, batch: str, sigma: float, clip: float, mode: str,
+def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode: str,
                   learning_rate: float, radius: float | None, output: str, chunk: int = 1024) -> np.ndarray:
     """``len(rngs)`` independent chains of θ_t = Π_C(θ_{t−1} − η_t(g_t + λθ_{t−1} + N(0, σ²I))),
     θ_0 = 0, in lockstep; g_t the clipped mean gradient (``batch="full"``, DP-GD) or the clipped
     gradient of one row drawn uniformly from each chain's own generator (``batch="one"``, DP-SGD).
     Returns the last iterates θ_T or the averages (1/T) Σ_{t<T} θ_t, shape (draws, p).
 
-    Each chain draws from its own generator only (per block of ``chunk`` steps: its rows, then
-    its noise), so a chain's law is that of a run alone (the lockstep argument of
-    :mod:`dperm.algorithms.dp_sgd.engine`). GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to norm L is clipping φ'
-    to ±L/‖x_i‖."""
+    ``steps`` and ``sigma`` may be one value per chain (the privacy targets of a row run together:
+    each chain keeps its own T, σ and, for ``mode="convex"``, its own step sizes η_t = ‖C‖/(G√t)
+    with G from its σ). Each chain draws from its own generator only, per block of ``chunk`` of
+    its own steps (its rows, then its noise) until its own T, so a chain's output is that of a run
+    alone, to the bit: every elementwise operation on its row is the one a lone run makes (the
+    lockstep argument of :mod:`dperm.algorithms.dp_sgd.engine`); the interpreter's cost of a
+    step is shared by every chain still running. GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to
+    norm L is clipping φ' to ±L/‖x_i‖."""
     from ...losses import GLMLoss
 
     if not isinstance(problem.loss, GLMLoss):
@@ -146,37 +150,57 @@ def run_projected(problem, rngs, steps: int, *, batch: str, sigma: float, clip: 
     with np.errstate(divide="ignore"):
         limit = clip / problem.row_norms  # inf where x_i = 0 (its gradient is 0)
     draws = len(rngs)
+    T = np.broadcast_to(np.asarray(steps, dtype=np.int64), (draws,))
+    sigmas = np.broadcast_to(np.asarray(sigma, dtype=float), (draws,))
+    # chains in order of decreasing T: the chains still running at step t are a prefix
+    order = np.argsort(-T, kind="stable")
+    rngs = [rngs[i] for i in order]
+    T, sigmas = T[order], sigmas[order]
     W = np.zeros((draws, p))
     total = np.zeros((draws, p)) if output == "average" else None
-    G = math.sqrt((clip + lam * (radius or 0.0)) ** 2 + p * sigma ** 2)  # E‖noisy gradient‖² ≤ G² (15.5)
-    for t0 in range(0, steps, chunk):
-        k = min(chunk, steps - t0)
-        rows = np.empty((k, draws), dtype=np.int64)
-        noise = np.empty((k, draws, p))
-        for d, rng in enumerate(rngs):  # this chain's rows, then its noise
+    # E‖noisy gradient‖² ≤ G² (15.5), per chain
+    G = np.sqrt((clip + lam * (radius or 0.0)) ** 2 + p * sigmas ** 2)
+    scale = sigmas[:, None]
+    longest = int(T[0]) if draws else 0
+    for t0 in range(0, longest, chunk):
+        counts = np.clip(T - t0, 0, chunk)  # steps of this block, per chain
+        live = int(np.count_nonzero(counts))
+        k = int(counts[0])
+        rows = np.zeros((k, live), dtype=np.int64)
+        noise = np.zeros((k, live, p))  # past a shorter chain's T its rows stay 0 (unused)
+        for d in range(live):  # this chain's rows, then its noise
+            kd = int(counts[d])
             if batch == "one":
-                rows[:, d] = rng.integers(0, n, size=k)
-            noise[:, d] = rng.standard_normal((k, p))
-        noise *= sigma
+                rows[:kd, d] = rngs[d].integers(0, n, size=kd)
+            noise[:kd, d] = rngs[d].standard_normal((kd, p))
+        noise *= scale[:live]
         if batch == "one":
-            Xc, yc, lc = X[rows], y[rows], limit[rows]  # (k, draws, p), (k, draws), (k, draws)
+            Xc, yc, lc = X[rows], y[rows], limit[rows]  # (k, live, p), (k, live), (k, live)
+        a = live
         for j in range(k):
             t = t0 + j + 1
+            while a and T[a - 1] < t:  # the chains whose T is reached drop out
+                a -= 1
+            Wa = W[:a]
             if total is not None:
-                total += W
+                total[:a] += Wa
             if batch == "full":
-                dz = loss.dphi_overwrite(X @ W.T, y[:, None])  # (n, draws)
+                dz = loss.dphi_overwrite(X @ Wa.T, y[:, None])  # (n, chains)
                 np.clip(dz, -limit[:, None], limit[:, None], out=dz)
                 g = (dz.T @ X) / n
             else:
-                dz = loss.dphi_overwrite(np.einsum("dp,dp->d", Xc[j], W), yc[j])
-                np.clip(dz, -lc[j], lc[j], out=dz)
-                g = dz[:, None] * Xc[j]
+                dz = loss.dphi_overwrite(np.einsum("dp,dp->d", Xc[j, :a], Wa), yc[j, :a])
+                np.clip(dz, -lc[j, :a], lc[j, :a], out=dz)
+                g = dz[:, None] * Xc[j, :a]
             if lam:
-                g += lam * W
-            g += noise[j]
-            eta = step_size(mode, t, learning_rate=learning_rate, radius=radius, gradient_bound=G, alpha=lam)
-            g *= eta
-            W -= g
-            _project(W, radius)
-    return total / steps if total is not None else W
+                g += lam * Wa
+            g += noise[j, :a]
+            if mode == "convex":
+                g *= (2.0 * radius / (G[:a] * math.sqrt(t)))[:, None]
+            else:
+                g *= step_size(mode, t, learning_rate=learning_rate, radius=radius, gradient_bound=0.0, alpha=lam)
+            Wa -= g
+            _project(Wa, radius)
+    out = np.empty_like(W)
+    out[order] = total / T[:, None] if total is not None else W
+    return out

@@ -67,11 +67,13 @@ _PATHS_KEPT = 16
 
 
 def _digest(problem) -> str:
+    """The path key of ``problem``'s data, loss and λ: X's digest is computed once per training
+    fold (:meth:`~dperm.problem.Problem.rows_digest`); only y (n numbers) is hashed per call."""
     import hashlib
 
     h = hashlib.blake2b(digest_size=16)
-    for array in (problem.X, problem.y):
-        h.update(np.ascontiguousarray(array).view(np.uint8))
+    h.update(problem.rows_digest().encode())
+    h.update(np.ascontiguousarray(problem.y).view(np.uint8))
     loss = problem.loss
     h.update(repr((type(loss).__name__, sorted(vars(loss).items()), problem.l2)).encode())
     return h.hexdigest()
