@@ -16,6 +16,13 @@ from pathlib import Path
 import yaml
 
 SCHEMAS = ("config", "paper")
+# libyaml's parser when PyYAML has it (its wheels do): the same documents, about 9x faster. Every
+# Snakemake process parses the configs, and on a cluster every job starts two (docs/performance.md).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load(text: str):
+    return yaml.load(text, Loader=_LOADER)
 
 
 class ConfigError(ValueError):
@@ -28,7 +35,7 @@ def schema(name: str) -> dict:
     if name not in SCHEMAS:
         raise ValueError(f"unknown schema {name!r}; known: {SCHEMAS}")
     text = resources.files("dperm.schemas").joinpath(f"{name}.schema.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return _load(text)
 
 
 @functools.cache
@@ -102,7 +109,7 @@ def read_yaml(path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = _load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     return {} if data is None else data
