@@ -12,6 +12,7 @@ SRC = str(Path(workflow.basedir, "src").resolve())
 sys.path.insert(0, SRC)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])))
 
+import yaml
 from snakemake.exceptions import WorkflowError
 
 from dperm import audit, experiments, papers
@@ -398,3 +399,70 @@ def paper_caption(paper, name):
 def default_targets():
     datasets = [prepared(k) for k in configured_available_datasets()]
     return datasets + [f"{OUT}results/tables/datasets.csv", f"{OUT}results/tables/datasets.md"]
+
+
+# -- cluster jobs (profiles/slurm) ---------------------------------------------------------------
+# Local runs ignore groups and these resources. On a cluster, a job's group decides which jobs go
+# out as one cluster job (one submission, one parse of this workflow on the node: ~10-20 s of
+# overhead each), and its resources what that cluster job asks for. Every rule with a command
+# names its kind, in two lines:
+#     group: cluster_group("<kind>")
+#     resources: **cluster_resources("<kind>"),
+# Sizes (memory, estimated seconds) come from workflow/cluster.yaml, written by
+# benchmarks/slurm_resources.py from measured benchmark files; how many components a group spans
+# is the profile's (profiles/slurm/config.yaml: group-components).
+CLUSTER = yaml.safe_load(Path(workflow.basedir, "workflow", "cluster.yaml").read_text())
+# kind -> group policy: a fixed group id; "sized" (by estimated seconds: "<kind>-small" and
+# "<kind>-medium" are batched, a longer job goes alone); "with-fit" (in its fit job's group).
+CLUSTER_GROUPS = {
+    "data": "data",
+    "optimum": "sized",
+    "fit": "sized",
+    "cut": "with-fit",
+    "summary": "report",
+    "product": "report",
+    "audit": "sized",
+}
+# Seconds a job may be estimated at and still be batched; a job above the last runs alone.
+CLUSTER_CLASSES = (("small", 10), ("medium", 120))
+# The wildcard whose value names a job in workflow/cluster.yaml's `seconds`, per kind.
+_CLUSTER_NAME = {"fit": "algorithm", "optimum": "model", "tuning": "dataset", "audit": "subject"}
+_CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
+
+
+def cluster_seconds(kind, wildcards):
+    """Estimated seconds of one job of this kind at the full protocol (workflow/cluster.yaml)."""
+    table = CLUSTER["seconds"].get(kind, {})
+    paper, experiment = wildcards.get("paper", "*"), wildcards.get("experiment", "*")
+    name = wildcards.get(_CLUSTER_NAME.get(kind, ""), "*")
+    for key in (f"{paper}/{experiment}/{name}", f"{paper}/*/{name}", f"{paper}/*/*", f"*/*/{name}"):
+        if key in table:
+            return table[key]
+    return CLUSTER["kinds"][kind]["seconds"]
+
+
+def cluster_group(kind):
+    """The group of a rule's jobs (a function of their wildcards)."""
+    policy = CLUSTER_GROUPS[kind]
+
+    def group(wildcards):
+        if policy not in ("sized", "with-fit"):
+            return policy
+        sized = "fit" if policy == "with-fit" else kind
+        seconds = cluster_seconds(sized, wildcards)
+        for size, most in CLUSTER_CLASSES:
+            if seconds <= most:
+                return f"{sized}-{size}"
+        return "-".join([sized, *(wildcards[k] for k in _CLUSTER_ID if k in wildcards.keys())])
+
+    return group
+
+
+def cluster_resources(kind):
+    """Memory (MB) and runtime (minutes: `runtime_factor` times the estimate, at least one)."""
+    factor = CLUSTER["runtime_factor"]
+
+    def runtime(wildcards):
+        return max(1, -(-factor * cluster_seconds(kind, wildcards) // 60))
+
+    return {"mem_mb": CLUSTER["kinds"][kind]["mem_mb"], "runtime": runtime}
