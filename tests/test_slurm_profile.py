@@ -35,23 +35,16 @@ def _literal(name: str):
     raise AssertionError(f"common.smk: {name} is not a literal")
 
 
-GROUPS, CLASSES = _literal("CLUSTER_GROUPS"), _literal("CLUSTER_CLASSES")
+GROUPS = _literal("CLUSTER_GROUPS")
 
 
-def test_every_batched_group_id_has_a_component_count_and_no_other():
-    ids = set()
-    for kind, policy in GROUPS.items():
-        if policy == "sized":
-            ids |= {f"{kind}-{size}" for size, _ in CLASSES}
-        elif policy != "with-fit":
-            ids.add(policy)
+def test_every_group_id_takes_all_its_parts_and_the_profile_names_no_other():
+    """A fixed group and each batch (registered under its kind) must be one group job: a count
+    below its number of parts would have Snakemake chunk it, and chunks grow (common.smk)."""
+    ids = {kind if policy == "batched" else policy.split("-{")[0] for kind, policy in GROUPS.items()
+           if policy != "with-fit"}
     assert set(PROFILE["group-components"]) == ids
-    assert all(isinstance(n, int) and n >= 1 for n in PROFILE["group-components"].values())
-
-
-def test_size_classes_grow():
-    bounds = [most for _, most in CLASSES]
-    assert bounds == sorted(bounds) and bounds[0] > 0
+    assert all(n >= 1000 for n in PROFILE["group-components"].values())
 
 
 def test_cluster_sizes_cover_every_kind():
@@ -63,8 +56,20 @@ def test_cluster_sizes_cover_every_kind():
     assert SIZES["runtime_factor"] >= 1
     for kind, rows in SIZES["seconds"].items():
         assert kind in kinds
-        for key, seconds in rows.items():
-            assert re.fullmatch(r"[^/]+/[^/]+/[^/]+", key) and seconds > 0, (kind, key)
+        for key, (seconds, batch) in rows.items():
+            assert re.fullmatch(r"[\w.-]+(/[\w.-]+)*", key) and seconds > 0, (kind, key)
+            assert batch is None or (isinstance(batch, int) and GROUPS.get(kind) == "batched"), (kind, key)
+
+
+def test_batches_hold_short_jobs_only():
+    """A batch runs its jobs one after the other: a long job in one would hold the rest back."""
+    for kind, rows in SIZES["seconds"].items():
+        sizes = {}
+        for seconds, batch in rows.values():
+            if batch is not None:
+                assert seconds <= 120, (kind, seconds)
+                sizes[batch] = sizes.get(batch, 0) + 1
+        assert all(n <= 12 for n in sizes.values()), kind
 
 
 def _rules(text: str):

@@ -1,6 +1,7 @@
 # Validation, wildcard constraints and path helpers. No rules here, and no paper named: a paper's
 # knowledge lives in its package (src/dperm/papers/<paper>/) and rule file (rules/papers/).
 import json
+import math
 import os
 import re
 import sys
@@ -412,33 +413,51 @@ def default_targets():
 # benchmarks/slurm_resources.py from measured benchmark files; how many components a group spans
 # is the profile's (profiles/slurm/config.yaml: group-components).
 CLUSTER = yaml.safe_load(Path(workflow.basedir, "workflow", "cluster.yaml").read_text())
-# kind -> group policy: a fixed group id; "sized" (by estimated seconds: "<kind>-small" and
-# "<kind>-medium" are batched, a longer job goes alone); "with-fit" (in its fit job's group).
+# kind -> group policy: a group id, formatted with the job's wildcards (one cluster job per value:
+# a dataset's preparations, a paper's summaries and figures; a job without the wildcard goes to
+# the id's stem); "batched" (the batch workflow/cluster.yaml gives the job, or alone: a long job,
+# or one it does not list); "with-fit" (in its fit job's group).
 CLUSTER_GROUPS = {
-    "data": "data",
-    "optimum": "sized",
-    "fit": "sized",
+    "data": "data-{dataset}",
+    "optimum": "batched",
+    "fit": "batched",
     "cut": "with-fit",
-    "summary": "report",
-    "product": "report",
-    "audit": "sized",
+    "summary": "report-{paper}",
+    "product": "report-{paper}",
+    "audit": "batched",
 }
-# Seconds a job may be estimated at and still be batched; a job above the last runs alone.
-CLUSTER_CLASSES = (("small", 10), ("medium", 120))
-# The wildcard whose value names a job in workflow/cluster.yaml's `seconds`, per kind.
-_CLUSTER_NAME = {"fit": "algorithm", "optimum": "model", "tuning": "dataset", "audit": "subject"}
+# The wildcards that name a job in workflow/cluster.yaml and in its group id, in this order.
 _CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
 
 
+def cluster_key(wildcards):
+    """A job's key in workflow/cluster.yaml, e.g. lee2018/fig2/adult/lr/dp-agd (a cell's is its
+    job's: the epsilon is left out)."""
+    return "/".join(wildcards[name] for name in _CLUSTER_ID if name in wildcards.keys())
+
+
+def _cluster_row(kind, wildcards):
+    """[estimated seconds, batch or None] of a job; one the table does not list (another
+    configuration's) gets its kind's largest estimate and runs alone."""
+    row = CLUSTER["seconds"].get(kind, {}).get(cluster_key(wildcards))
+    return row or [CLUSTER["kinds"][kind]["seconds"], None]
+
+
 def cluster_seconds(kind, wildcards):
-    """Estimated seconds of one job of this kind at the full protocol (workflow/cluster.yaml)."""
-    table = CLUSTER["seconds"].get(kind, {})
-    paper, experiment = wildcards.get("paper", "*"), wildcards.get("experiment", "*")
-    name = wildcards.get(_CLUSTER_NAME.get(kind, ""), "*")
-    for key in (f"{paper}/{experiment}/{name}", f"{paper}/*/{name}", f"{paper}/*/*", f"*/*/{name}"):
-        if key in table:
-            return table[key]
-    return CLUSTER["kinds"][kind]["seconds"]
+    """Estimated seconds of one job at the full protocol (workflow/cluster.yaml)."""
+    return _cluster_row(kind, wildcards)[0]
+
+
+def _cluster_batch(group_id, stem):
+    """A group id whose jobs become one cluster job although the graph does not connect them.
+    Snakemake merges such parts through the profile's group-components, looked up under a
+    templated group's parent id; these ids have no template, so their stem is registered as
+    parent here, and the profile gives each stem 1000 (all parts of a group) rather than chunks
+    of N parts: Snakemake 9.27 merges chunks into cached group objects and, each time it regroups
+    (the tuning checkpoint makes it regroup), chunks grow past N (seen: 163 fits in a 40-part
+    group)."""
+    workflow.parent_groupids[group_id] = stem
+    return group_id
 
 
 def cluster_group(kind):
@@ -446,23 +465,34 @@ def cluster_group(kind):
     policy = CLUSTER_GROUPS[kind]
 
     def group(wildcards):
-        if policy not in ("sized", "with-fit"):
-            return policy
-        sized = "fit" if policy == "with-fit" else kind
-        seconds = cluster_seconds(sized, wildcards)
-        for size, most in CLUSTER_CLASSES:
-            if seconds <= most:
-                return f"{sized}-{size}"
-        return "-".join([sized, *(wildcards[k] for k in _CLUSTER_ID if k in wildcards.keys())])
+        if policy not in ("batched", "with-fit"):
+            stem = policy.split("-{")[0]
+            try:
+                return _cluster_batch(policy.format(**dict(wildcards.items())), stem)
+            except KeyError:
+                return stem
+        batched = "fit" if policy == "with-fit" else kind
+        batch = _cluster_row(batched, wildcards)[1]
+        # A fit that waits for the tuning checkpoint runs alone: Snakemake 9.27 replaces such a job
+        # when the checkpoint has run, and a batch still holding the old one never becomes ready
+        # ("BUG: Out of jobs ready to be started", seen in dry runs of the default target).
+        if batched == "fit" and experiments.job_uses_tuning(paper_of(wildcards), job_of(wildcards)):
+            batch = None
+        if batch is None:
+            return f"{batched}-{cluster_key(wildcards).replace('/', '-')}"
+        return _cluster_batch(f"{batched}-batch{batch}", batched)
 
     return group
 
 
 def cluster_resources(kind):
-    """Memory (MB) and runtime (minutes: `runtime_factor` times the estimate, at least one)."""
+    """Memory (MB) and time limit (minutes: `runtime_factor` times the estimate, at least one; a
+    group asks for the sum of its jobs'). A cell is cut in about a second, in its fit's group: it
+    adds no minute to the group's time limit."""
     factor = CLUSTER["runtime_factor"]
+    least = 0 if CLUSTER_GROUPS.get(kind) == "with-fit" else 1
 
     def runtime(wildcards):
-        return max(1, -(-factor * cluster_seconds(kind, wildcards) // 60))
+        return max(least, math.ceil(factor * cluster_seconds(kind, wildcards) / 60))
 
     return {"mem_mb": CLUSTER["kinds"][kind]["mem_mb"], "runtime": runtime}
