@@ -63,17 +63,17 @@ def units(jobs: list[dryrun.Job], sizes: dict, group_cores: int, ungrouped: bool
     for uid, mine in members.items():
         times = [seconds(sizes, j) for j in mine]
         cores = 1 if ungrouped else min(group_cores, len(mine))
-        parts = sum(j.rule != "cut_cell" for j in mine) if len(mine) > 1 else 0
-        out[uid] = (cores, makespan(times, cores) + parts * part, [j.jobid for j in mine], sum(times))
+        extra = max(0, sum(j.rule != "cut_cell" for j in mine) - 1)  # the first part's start-up is job-side
+        out[uid] = (cores, makespan(times, cores) + extra * part, [j.jobid for j in mine], sum(times), extra)
     return out
 
 
 def simulate(units_: dict, deps: dict, n_cores: int, overhead: float, detect: float) -> tuple[float, float]:
     """Wall time on n_cores and the critical path: a cluster job holds its cores for its work and
     its job-side overhead; the jobs that need it can start `detect` seconds after it ends."""
-    unit_of = {jid: uid for uid, (_, _, ids, _) in units_.items() for jid in ids}
+    unit_of = {jid: uid for uid, (_, _, ids, *_) in units_.items() for jid in ids}
     needs = {uid: set() for uid in units_}
-    for uid, (_, _, ids, _) in units_.items():
+    for uid, (_, _, ids, *_) in units_.items():
         for jid in ids:
             needs[uid] |= {unit_of[d] for d in _cluster_deps(jid, deps, unit_of)} - {uid}
     users = defaultdict(set)
@@ -166,7 +166,8 @@ def main() -> None:
     jobs_in = sum(len(u[2]) for u in cluster.values())
     print(f"target {args.target}: {len(cluster)} cluster jobs holding {jobs_in} jobs"
           f"{' (every job alone)' if args.ungrouped else ''}; work {work / 3600:.2f} core-hours"
-          f" + {len(cluster) * args.job_side / 3600:.2f} of job-side overhead")
+          f" + {len(cluster) * args.job_side / 3600:.2f} of job-side overhead"
+          f" + {sum(u[4] for u in cluster.values()) * args.part / 3600:.2f} of start-ups of groups' further parts")
     for i, n in enumerate(args.cores):
         wall, critical = simulate(cluster, deps, n, args.job_side, args.detect)
         if i == 0:
