@@ -228,7 +228,7 @@ def main() -> None:
     for line in textwrap.wrap(f"on {datetime.date.today()} at commit {_commit()}. {args.note}", 98):
         print(f"# {line}")
     print("# Do not edit by hand: rerun the script with better runs (its docstring says how).")
-    print("# Time limit asked for = runtime_factor x a job's estimated seconds, at least a minute.")
+    print("# Time limit asked for = runtime_factor x a job's estimated seconds + 1 minute (common.smk).")
     print(f"runtime_factor: {args.runtime_factor}")
     print("kinds:  # memory for every job of the kind; seconds for a job `seconds:` does not list")
     for kind in KINDS:

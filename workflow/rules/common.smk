@@ -460,15 +460,16 @@ def _cluster_batch(group_id, stem):
     return group_id
 
 
-def cluster_group(kind):
-    """The group of a rule's jobs (a function of their wildcards)."""
+def cluster_group(kind, **values):
+    """The group of a rule's jobs (a function of their wildcards). ``values`` fill what the rule
+    has no wildcard for, e.g. cluster_group("product", paper=name) in a rule made per product."""
     policy = CLUSTER_GROUPS[kind]
 
     def group(wildcards):
         if policy not in ("batched", "with-fit"):
             stem = policy.split("-{")[0]
             try:
-                return _cluster_batch(policy.format(**dict(wildcards.items())), stem)
+                return _cluster_batch(policy.format(**{**values, **dict(wildcards.items())}), stem)
             except KeyError:
                 return stem
         batched = "fit" if policy == "with-fit" else kind
@@ -486,13 +487,14 @@ def cluster_group(kind):
 
 
 def cluster_resources(kind):
-    """Memory (MB) and time limit (minutes: `runtime_factor` times the estimate, at least one; a
-    group asks for the sum of its jobs'). A cell is cut in about a second, in its fit's group: it
-    adds no minute to the group's time limit."""
+    """Memory (MB) and time limit (minutes): `runtime_factor` times the estimate, plus a minute
+    for the Snakemake start-ups and the node's pace; a group asks for the sum of its jobs'. A cell
+    is cut in about a second, in its fit's group and process: it adds nothing to the limit."""
     factor = CLUSTER["runtime_factor"]
-    least = 0 if CLUSTER_GROUPS.get(kind) == "with-fit" else 1
 
     def runtime(wildcards):
-        return max(least, math.ceil(factor * cluster_seconds(kind, wildcards) / 60))
+        if CLUSTER_GROUPS.get(kind) == "with-fit":
+            return 0
+        return 1 + math.ceil(factor * cluster_seconds(kind, wildcards) / 60)
 
     return {"mem_mb": CLUSTER["kinds"][kind]["mem_mb"], "runtime": runtime}
