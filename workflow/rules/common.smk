@@ -430,10 +430,14 @@ CLUSTER_GROUPS = {
 _CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
 
 
+def _cluster_names(wildcards):
+    return [wildcards[name] for name in _CLUSTER_ID if name in wildcards.keys()]
+
+
 def cluster_key(wildcards):
     """A job's key in workflow/cluster.yaml, e.g. lee2018/fig2/adult/lr/dp-agd (a cell's is its
     job's: the epsilon is left out)."""
-    return "/".join(wildcards[name] for name in _CLUSTER_ID if name in wildcards.keys())
+    return os.path.join(*_cluster_names(wildcards))
 
 
 def _cluster_row(kind, wildcards):
@@ -480,7 +484,7 @@ def cluster_group(kind, **values):
         if batched == "fit" and experiments.job_uses_tuning(paper_of(wildcards), job_of(wildcards)):
             batch = None
         if batch is None:
-            return f"{batched}-{cluster_key(wildcards).replace('/', '-')}"
+            return "-".join([batched, *_cluster_names(wildcards)])
         return _cluster_batch(f"{batched}-batch{batch}", batched)
 
     return group
