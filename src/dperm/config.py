@@ -17,6 +17,9 @@ from pathlib import Path
 import yaml
 
 SCHEMAS = ("config", "paper")
+# libyaml's parser when PyYAML has it (its wheels do): the same documents, about 9x faster. Every
+# Snakemake process parses the configs, and on a cluster every job starts two (docs/performance.md).
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # YAML 1.1 (PyYAML) reads 1e-8 and 1e6 as strings: its float pattern wants a dot. Every DP paper
 # writes delta as 1e-8, so the loader reads exponent notation as the number it is (YAML 1.2).
@@ -33,7 +36,7 @@ def schema(name: str) -> dict:
     if name not in SCHEMAS:
         raise ValueError(f"unknown schema {name!r}; known: {SCHEMAS}")
     text = resources.files("dperm.schemas").joinpath(f"{name}.schema.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load_yaml_text(text, name)
 
 
 @functools.cache
@@ -127,10 +130,10 @@ def validate_against(instance: dict, schema_: dict, source: str) -> dict:
     return instance
 
 
-class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, stricter and closer to YAML 1.2: a key given twice in one mapping is
-    an error naming the key and both lines (PyYAML keeps the last silently), and 1e-8 is a
-    number (PyYAML reads it as a string)."""
+class StrictLoader(_BASE_LOADER):
+    """PyYAML's safe loader (on libyaml's parser where PyYAML has it), stricter and closer to
+    YAML 1.2: a key given twice in one mapping is an error naming the key and both lines (PyYAML
+    keeps the last silently), and 1e-8 is a number (PyYAML reads it as a string)."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}

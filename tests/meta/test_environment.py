@@ -22,8 +22,10 @@ def _parse(requirement: str) -> tuple[str, str]:
 def _pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     runtime = dict(_parse(r) for r in project["dependencies"])
-    test = dict(_parse(r) for r in project["optional-dependencies"]["test"])
-    return runtime, test
+    extras = project["optional-dependencies"]
+    test = dict(_parse(r) for r in extras["test"])
+    slurm = dict(_parse(r) for r in extras["slurm"])
+    return runtime, test, slurm
 
 
 def _conda(path):
@@ -40,19 +42,26 @@ def _conda(path):
 
 
 def test_environment_yml_lists_the_same_packages_as_pyproject():
-    runtime, test = _pyproject()
-    assert _conda(REPO / "environment.yml") == {**runtime, **test}
+    runtime, test, slurm = _pyproject()
+    assert _conda(REPO / "environment.yml") == {**runtime, **test, **slurm}
 
 
 def test_rule_environment_lists_the_runtime_packages():
-    runtime, _ = _pyproject()
+    runtime, _, _ = _pyproject()
     expected = {k: v for k, v in runtime.items() if k != "snakemake"}
     assert _conda(REPO / "workflow" / "envs" / "dperm.yaml") == expected
 
 
 def test_snakemake_is_pinned_to_a_9x_release():
-    runtime, _ = _pyproject()
+    runtime, _, _ = _pyproject()
     assert re.fullmatch(r"==9\.\d+\.\d+", runtime["snakemake"])
+
+
+def test_the_slurm_extra_pins_the_executor_plugin_and_its_job_step():
+    """profiles/slurm is tested against one release of each (the job step decides what srun sees)."""
+    _, _, slurm = _pyproject()
+    assert set(slurm) == {"snakemake-executor-plugin-slurm", "snakemake-executor-plugin-slurm-jobstep"}
+    assert all(re.fullmatch(r"==\d+\.\d+\.\d+", spec) for spec in slurm.values()), slurm
 
 
 def test_cli_pins_blas_threads_before_numpy_loads():

@@ -10,9 +10,13 @@ rule audit_subject:
         f"{OUT}logs/audit/{{subject}}.log",
     benchmark:
         f"{OUT}benchmarks/out/audit/{{subject}}.tsv"
+    group:
+        cluster_group("audit")
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    resources:
+        **cluster_resources("audit"),
     params:
         seed=config["audit"]["seed"],
         scale=config["audit"]["scale"],
@@ -51,8 +55,14 @@ rule audit_table:
         pdf=f"{OUT}figures/audit/audit.pdf",
     log:
         f"{OUT}logs/audit/table.log",
+    benchmark:
+        f"{OUT}benchmarks/out/audit_table.tsv"
+    group:
+        cluster_group("product")
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("product"),
     params:
         enforce="--enforce" if config["audit"]["enforce"] else "",
         quick=quick_flag(),

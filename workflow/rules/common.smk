@@ -2,6 +2,7 @@
 # knowledge lives in its package (src/dperm/papers/<paper>/), whose declared products
 # rules/products.smk turns into rules.
 import json
+import math
 import os
 import re
 import sys
@@ -13,6 +14,7 @@ SRC = str(Path(workflow.basedir, "src").resolve())
 sys.path.insert(0, SRC)
 os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])))
 
+import yaml
 from snakemake.exceptions import WorkflowError
 
 from dperm import audit, grid, papers
@@ -614,3 +616,105 @@ def quick_flag():
 def default_targets():
     datasets = [prepared(k) for k in configured_available_datasets()]
     return datasets + [f"{OUT}results/tables/datasets.csv", f"{OUT}results/tables/datasets.md"]
+
+
+# -- cluster jobs (profiles/slurm) ---------------------------------------------------------------
+# Local runs ignore groups and these resources. On a cluster, a job's group decides which jobs go
+# out as one cluster job (one submission, one parse of this workflow on the node: ~10-20 s of
+# overhead each), and its resources what that cluster job asks for. Every rule with a command
+# names its kind, in two lines:
+#     group: cluster_group("<kind>")
+#     resources: **cluster_resources("<kind>"),
+# Sizes (memory, estimated seconds) come from workflow/cluster.yaml, written by
+# benchmarks/slurm_resources.py from measured benchmark files; how many components a group spans
+# is the profile's (profiles/slurm/config.yaml: group-components).
+CLUSTER = yaml.safe_load(Path(workflow.basedir, "workflow", "cluster.yaml").read_text())
+# kind -> group policy: a group id, formatted with the job's wildcards (one cluster job per value:
+# a dataset's preparations, a paper's summaries and figures; a job without the wildcard goes to
+# the id's stem); "batched" (the batch workflow/cluster.yaml gives the job, or alone: a long job,
+# or one it does not list); "with-fit" (in its fit job's group).
+CLUSTER_GROUPS = {
+    "data": "data-{dataset}",
+    "optimum": "batched",
+    "fit": "batched",
+    "cut": "with-fit",
+    "summary": "report-{paper}",
+    "product": "report-{paper}",
+    "audit": "batched",
+}
+# The wildcards that name a job in workflow/cluster.yaml and in its group id, in this order.
+_CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
+
+
+def _cluster_names(wildcards):
+    return [wildcards[name] for name in _CLUSTER_ID if name in wildcards.keys()]
+
+
+def cluster_key(wildcards):
+    """A job's key in workflow/cluster.yaml, e.g. lee2018/fig2/adult/lr/dp-agd (a cell's is its
+    job's: the epsilon is left out)."""
+    return os.path.join("", *_cluster_names(wildcards))  # "" for a rule with no wildcards
+
+
+def _cluster_row(kind, wildcards):
+    """[estimated seconds, batch or None] of a job; one the table does not list (another
+    configuration's) gets its kind's largest estimate and runs alone."""
+    row = CLUSTER["seconds"].get(kind, {}).get(cluster_key(wildcards))
+    return row or [CLUSTER["kinds"][kind]["seconds"], None]
+
+
+def cluster_seconds(kind, wildcards):
+    """Estimated seconds of one job at the full protocol (workflow/cluster.yaml)."""
+    return _cluster_row(kind, wildcards)[0]
+
+
+def _cluster_batch(group_id, stem):
+    """A group id whose jobs become one cluster job although the graph does not connect them.
+    Snakemake merges such parts through the profile's group-components, looked up under a
+    templated group's parent id; these ids have no template, so their stem is registered as
+    parent here, and the profile gives each stem 1000 (all parts of a group) rather than chunks
+    of N parts: Snakemake 9.27 merges chunks into cached group objects and, each time it regroups
+    (the tuning checkpoint makes it regroup), chunks grow past N (seen: 163 fits in a 40-part
+    group)."""
+    workflow.parent_groupids[group_id] = stem
+    return group_id
+
+
+def cluster_group(kind, **values):
+    """The group of a rule's jobs (a function of their wildcards). ``values`` fill what the rule
+    has no wildcard for, e.g. cluster_group("product", paper=name) in a rule made per product."""
+    policy = CLUSTER_GROUPS[kind]
+
+    def group(wildcards):
+        if policy not in ("batched", "with-fit"):
+            stem = policy.split("-{")[0]
+            try:
+                return _cluster_batch(policy.format(**{**values, **dict(wildcards.items())}), stem)
+            except KeyError:
+                return stem
+        batched = "fit" if policy == "with-fit" else kind
+        batch = _cluster_row(batched, wildcards)[1]
+        # A fit that waits for the tuning checkpoint runs alone: Snakemake 9.27 replaces such a job
+        # when the checkpoint has run, and a batch still holding the old one never becomes ready
+        # ("BUG: Out of jobs ready to be started", seen in dry runs of the default target).
+        if batched == "fit" and grid.job_uses_tuning(paper_of(wildcards), job_of(wildcards)):
+            batch = None
+        if batch is None:
+            return "-".join([batched, *_cluster_names(wildcards)])
+        return _cluster_batch(f"{batched}-batch{batch}", batched)
+
+    return group
+
+
+def cluster_resources(kind):
+    """Memory (MB) and time limit (minutes): `runtime_factor` times the estimate, plus a minute
+    for the Snakemake start-ups and the node's pace; a group asks for the sum of its jobs'. A cell
+    is cut in about a second, in its fit's group and process: it adds nothing to the limit."""
+    factor = CLUSTER["runtime_factor"]
+
+    def runtime(wildcards):
+        if CLUSTER_GROUPS.get(kind) == "with-fit":
+            return 0
+        return 1 + math.ceil(factor * cluster_seconds(kind, wildcards) / 60)
+
+    return {"mem_mb": CLUSTER["kinds"][kind]["mem_mb"], "runtime": runtime}

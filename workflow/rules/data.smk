@@ -1,6 +1,12 @@
 # Raw files -> prepared arrays -> dataset table.
 
 
+# On a cluster, fetching runs on the submitting host: cluster nodes often have no network, and
+# reading or downloading a raw file needs none of their cores.
+localrules:
+    fetch_raw,
+
+
 rule fetch_raw:
     input:
         # nothing to read; a dataset no source can supply is refused when the DAG is built
@@ -26,9 +32,15 @@ rule prepare:
         json="resources/prepared/{dataset}/{profile}.json",
     log:
         "logs/prepare/{dataset}/{profile}.log",
+    benchmark:
+        "benchmarks/out/prepare/{dataset}/{profile}.tsv"
+    group:
+        cluster_group("data")
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    resources:
+        **cluster_resources("data"),
     params:
         options=lambda wildcards: json.dumps(
             profile_options(wildcards.dataset, wildcards.profile), sort_keys=True
@@ -54,8 +66,14 @@ rule dataset_table:
         ),
     log:
         f"{OUT}logs/dataset_table.log",
+    benchmark:
+        f"{OUT}benchmarks/out/dataset_table.tsv"
+    group:
+        cluster_group("product")
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("product"),
     params:
         unavailable=json.dumps({k: UNAVAILABLE[k] for k in config["datasets"] if k in UNAVAILABLE}),
         code=CODE["prepare"] + source_fingerprint("papers"),

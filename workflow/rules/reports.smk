@@ -15,8 +15,14 @@ rule summarise:
         ),
     log:
         f"{OUT}logs/summaries/{{paper}}/{{experiment}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/summaries/{{paper}}/{{experiment}}.tsv"
+    group:
+        cluster_group("summary")
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("summary"),
     params:
         spec=summary_spec,
         title=lambda wildcards: json.loads(summary_spec(wildcards))["title"],
@@ -40,13 +46,19 @@ rule figure:
         pdf=f"{OUT}figures/{{paper}}/{{figure}}.pdf",
     log:
         f"{OUT}logs/figures/{{paper}}/{{figure}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/figures/{{paper}}/{{figure}}.tsv"
     # Only the figures a paper declares under `figures:`; figures a paper draws with its own rules
     # are not candidates, so their names never reach the lookup below.
     wildcard_constraints:
         figure=_alternatives({name for paper in PAPERS.values() for name in paper.figures})
         or "(?!)",
+    group:
+        cluster_group("product")
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("product"),
     params:
         spec=figure_spec_json,
         code=CODE["report"],
@@ -55,6 +67,8 @@ rule figure:
         " --png {output.png} --pdf {output.pdf} > {log} 2>&1"
 
 
+# The scorecard is no member of the "report" group (a cluster job of its own): it reads the papers'
+# tables, which read summaries of that group; a group may not feed itself through outside jobs.
 rule scorecard:
     """results/SCORECARD.md and the report's first page: per paper, published numbers beside ours,
     claims and verdicts, deviations, record labels and the audit (dperm.report.scorecard)."""
@@ -72,8 +86,12 @@ rule scorecard:
         ),
     log:
         f"{OUT}logs/scorecard.log",
+    benchmark:
+        f"{OUT}benchmarks/out/scorecard.tsv"
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("product"),
     params:
         spec=scorecard_spec_json(),
         tables=" ".join(f"--table {k}={v}" for k, v in scorecard_tables().items()),

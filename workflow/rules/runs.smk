@@ -24,6 +24,8 @@ checkpoint tune:
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    resources:
+        **cluster_resources("tuning"),
     params:
         spec=tuning_spec_json,
         seed=config["seed"],
@@ -44,9 +46,13 @@ rule optimum:
         f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.log",
     benchmark:
         f"{OUT}benchmarks/out/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.tsv"
+    group:
+        cluster_group("optimum")
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    resources:
+        **cluster_resources("optimum"),
     params:
         spec=optimum_spec_json,
         code=CODE["optimum"],
@@ -70,9 +76,13 @@ rule run_job:
     benchmark:
         f"{OUT}benchmarks/out/jobs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}.tsv"
     priority: job_priority
+    group:
+        cluster_group("fit")
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    resources:
+        **cluster_resources("fit"),
     params:
         specs=job_specs,
         data=data_param,
@@ -86,11 +96,8 @@ rule run_job:
         " --data {params.data} {params.tuning} {params.optimum} {params.extra} --out {output.csv}"
 
 
-# Cutting a cell reads one small file: never worth a cluster job.
-localrules:
-    cut_cell,
-
-
+# Cutting a cell reads one small file: never worth a cluster job of its own. On a cluster it runs
+# in its job's group (cluster_group("cut")), right after the fits, on the same node.
 rule cut_cell:
     """One privacy setting's records, cut from its job's file with their text unchanged."""
     input:
@@ -99,7 +106,13 @@ rule cut_cell:
         f"{OUT}results/runs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/eps{{epsilon}}.csv",
     log:
         f"{OUT}logs/runs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/eps{{epsilon}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/runs/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/eps{{epsilon}}.tsv"
+    group:
+        cluster_group("cut")
     conda:
         "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("cut"),
     shell:
         "python -m dperm cut-cell --setting {wildcards.epsilon} {input} {output} > {log} 2>&1"

@@ -1,0 +1,282 @@
+"""Write workflow/cluster.yaml, the cluster sizes of the workflow's jobs, from measured runs.
+
+    python benchmarks/slurm_resources.py --run quick=quick/benchmarks/out --estimate-from quick \\
+        --full zhang2017=<dir>/benchmarks/out --cpu 'fit:lee2018/fig[234]/*/*/dp-agd=1980' \\
+        --seconds 'fit:kang/fig/kddcup99/mlp/dp-gd-filter=480' ... > workflow/cluster.yaml
+
+Every job with a `benchmark:` directive leaves a Snakemake benchmark file (s, max_rss, cpu_time, ...)
+under benchmarks/out/. From those of the runs given:
+
+* per kind of job (workflow/rules/common.smk: cluster_resources), the memory to ask for: the largest
+  max_rss measured (or documented, DOCUMENTED_PEAK_MB), times MEMORY_MARGIN; the threads are 1
+  (the jobs pin BLAS to one thread; the largest cpu_time/s measured is printed beside it);
+* per job of the target (default: the default target at the full protocol), the seconds it is
+  estimated to take, which decide its time limit and its batch (BATCH_*; cluster_group). Times are CPU
+  seconds (user + system): these jobs are single-threaded, so CPU time is their time on a free
+  core, whatever the load of the machine that measured them. In order:
+  1. `--seconds kind:key-glob=s`: a time docs/performance.md gives for that job (first match);
+  2. a job measured in a `--full` run (the full protocol): its time there;
+  3. otherwise from the reduced runs (`--estimate-from`, default every `--run`): the job's time
+     there, or the mean of its nearest measured relatives (the same job on other datasets, the
+     same algorithm in the paper, the paper), less the process start-up (the fastest fit
+     measured), scaled so that the jobs matching a `--cpu pattern=s` sum to the CPU seconds
+     docs/performance.md measured for them at the full protocol (the first matching pattern
+     wins; a paper's unmatched jobs take the mean factor of its patterns), plus the start-up.
+  Keys are those of common.smk's cluster_key (paper/experiment/dataset/model/algorithm for a fit)
+  and patterns are shell globs over "kind:key".
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import fnmatch
+import math
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import dryrun  # noqa: E402
+
+KINDS = ("data", "tuning", "optimum", "fit", "cut", "summary", "product", "audit")
+ESTIMATED = ("tuning", "optimum", "fit", "audit")  # kinds whose jobs are sized one by one
+# Peaks docs/performance.md measured at the full protocol, above what reduced runs reach: a lee2018
+# fit on KDDCup99 (3.0 GB) and preparing the nine mirrored datasets (1.6 GB).
+DOCUMENTED_PEAK_MB = {"fit": 3000, "data": 1600}
+MEMORY_MARGIN = 1.3
+# Batches (common.smk: cluster_group): jobs of a kind estimated at BATCH_MAX seconds or less are
+# packed, in the order of their keys (a paper's experiments, datasets, models together), into
+# batches of at least BATCH_TARGET estimated seconds or BATCH_JOBS jobs; a longer job runs alone.
+BATCH_MAX, BATCH_TARGET, BATCH_JOBS = 120, 90, 12
+BATCHED = ("optimum", "fit", "audit")
+RULE_KIND = {
+    "prepare": "data",
+    "tune": "tuning",
+    "optimum": "optimum",
+    "run_job": "fit",
+    "cut_cell": "cut",
+    "summarise": "summary",
+    "audit_subject": "audit",
+}
+# common.smk's _CLUSTER_ID: the wildcards that name a job, in order.
+CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
+
+
+def kind_and_key(path: Path) -> tuple[str, str]:
+    """A benchmark file's kind and its job's key (the key is '' for kinds sized as a whole)."""
+    parts = list(path.with_suffix("").parts)
+    top = parts.pop(0)
+    if top == "jobs":  # jobs/paper/experiment/dataset/model/algorithm
+        return "fit", "/".join(parts)
+    if top == "optimum":  # optimum/paper/experiment/dataset/model/profile/l2-<l2>
+        return "optimum", "/".join([*parts[:-1], parts[-1].removeprefix("l2-")])
+    if top == "tune":  # tune/paper/dataset
+        return "tuning", "/".join(parts)
+    if top == "audit":  # audit/subject
+        return "audit", "/".join(parts)
+    return {"runs": "cut", "summaries": "summary", "prepare": "data"}.get(top, "product"), ""
+
+
+def key_of(job: dryrun.Job) -> tuple[str, str] | None:
+    """A dry-run job's kind and key (None for a local or target job)."""
+    if not job.runs or job.rule == "fetch_raw":
+        return None
+    kind = RULE_KIND.get(job.rule, "product")
+    key = "/".join(job.wildcards[n] for n in CLUSTER_ID if n in job.wildcards) if kind in ESTIMATED else ""
+    return kind, key
+
+
+def read_runs(specs: list[str]) -> dict[str, list[dict]]:
+    """label=dir -> rows (kind, key, s, max_rss, cpu)."""
+    rows = defaultdict(list)
+    for spec in specs:
+        label, root = spec.split("=", 1)
+        for tsv in sorted(Path(root).rglob("*.tsv")):
+            with tsv.open() as f:
+                data = list(csv.DictReader(f, delimiter="\t"))
+            if not data:
+                continue
+            kind, key = kind_and_key(tsv.relative_to(root))
+            last = data[-1]
+            rows[label].append({"kind": kind, "key": key, "s": float(last["s"]),
+                                "max_rss": _number(last.get("max_rss")), "cpu": _number(last.get("cpu_time"))})
+    return rows
+
+
+def _number(text) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def work(row: dict) -> float:
+    """CPU seconds of a measured job (wall seconds when its benchmark has no CPU time)."""
+    return row["cpu"] if row["cpu"] > 0 else row["s"]
+
+
+def mean_by_key(rows: list[dict]) -> dict[tuple[str, str], float]:
+    acc = defaultdict(list)
+    for r in rows:
+        acc[(r["kind"], r["key"])].append(work(r))
+    return {k: sum(v) / len(v) for k, v in acc.items()}
+
+
+def nearest(measured: dict[tuple[str, str], float], kind: str, key: str) -> float | None:
+    """The job's measured time, else the mean over its nearest measured relatives."""
+    if (kind, key) in measured:
+        return measured[(kind, key)]
+    parts = key.split("/")
+    relatives = (
+        lambda k: k[:2] == parts[:2] and k[3:] == parts[3:],  # the same job on other datasets
+        lambda k: k[0] == parts[0] and k[-1] == parts[-1],  # the same algorithm (or model) in the paper
+        lambda k: k[0] == parts[0],  # the paper
+    )
+    for related in relatives:
+        same = [v for (k, c), v in measured.items() if k == kind and related(c.split("/"))]
+        if same:
+            return sum(same) / len(same)
+    return None
+
+
+def paper_of(kind: str, key: str) -> str:
+    return "audit" if kind == "audit" else key.split("/")[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", action="append", default=[], help="label=benchmarks/out of a reduced run")
+    parser.add_argument("--estimate-from", action="append", default=[], help="labels of --run to scale")
+    parser.add_argument("--full", action="append", default=[], help="label=benchmarks/out of a full-protocol run")
+    parser.add_argument("--cpu", action="append", default=[], help="kind:key-glob=CPU seconds documented in total")
+    parser.add_argument("--seconds", action="append", default=[], help="kind:key-glob=CPU seconds documented per job")
+    parser.add_argument("--target", default="all", help="the target whose jobs are listed (default: all)")
+    parser.add_argument("--runtime-factor", type=int, default=3)
+    parser.add_argument("--note", default="", help="how the runs were measured (load, commit)")
+    args = parser.parse_args()
+
+    reduced, full = read_runs(args.run), read_runs(args.full)
+    everything = [r for rows in (*reduced.values(), *full.values()) for r in rows]
+    measured_full = mean_by_key([r for rows in full.values() for r in rows])
+    estimate_from = args.estimate_from or list(reduced)
+    measured_reduced = mean_by_key([r for label in estimate_from for r in reduced[label]])
+    startup = min((work(r) for r in everything if r["kind"] == "fit"), default=1.0)
+    documented_job = [(spec.rsplit("=", 1)[0], float(spec.rsplit("=", 1)[1])) for spec in args.seconds]
+    budgets = [(spec.rsplit("=", 1)[0], float(spec.rsplit("=", 1)[1])) for spec in args.cpu]
+
+    jobs = [j for j in dryrun.dry_run([args.target], "--cores", "2") if (k := key_of(j)) and k[1]]
+    keys = sorted({key_of(j) for j in jobs})
+    # Fits that wait for the tuning checkpoint run alone (common.smk: cluster_group): no batch.
+    tuned = {key_of(j) for j in jobs if any(p == "<TBD>" or p.startswith("results/tuning/") for p in j.inputs)}
+    raw = {k: nearest(measured_reduced, *k) for k in keys}
+    excess = {k: max(0.0, (raw[k] if raw[k] is not None else startup) - startup) for k in keys}
+
+    def given(k):
+        """A job's documented or full-protocol time, if it has one."""
+        label = f"{k[0]}:{k[1]}"
+        documented = next((v for p, v in documented_job if fnmatch.fnmatchcase(label, p)), None)
+        return documented if documented is not None else measured_full.get(k)
+
+    # The first documented budget each job matches, and its scale factor (the jobs whose time is
+    # given take their share of the budget first).
+    budget_of = {}
+    for k in keys:
+        budget_of[k] = next((p for p, _ in budgets if fnmatch.fnmatchcase(f"{k[0]}:{k[1]}", p)), None)
+    factor = {}
+    for pattern, total in budgets:
+        matched = [k for k in keys if budget_of[k] == pattern]
+        mine = [k for k in matched if given(k) is None]
+        total -= sum(given(k) for k in matched if given(k) is not None)
+        spare, above = total - len(mine) * startup, sum(excess[k] for k in mine)
+        factor[pattern] = max(1.0, spare / above) if above else 1.0
+    paper_factor = defaultdict(list)
+    for pattern, _ in budgets:
+        paper_factor[pattern.split(":", 1)[1].split("/")[0]].append(factor[pattern])
+
+    seconds, source = {}, {}
+    for k in keys:
+        label = f"{k[0]}:{k[1]}"
+        documented = next((v for p, v in documented_job if fnmatch.fnmatchcase(label, p)), None)
+        if documented is not None:
+            value, how = documented, "documented per job (docs/performance.md)"
+        elif k in measured_full:
+            value, how = measured_full[k], "measured (full protocol)"
+        elif raw[k] is not None:
+            if budget_of[k]:
+                f, how = factor[budget_of[k]], f"scaled x{factor[budget_of[k]]:.1f} ({budget_of[k]})"
+            else:
+                fs = paper_factor.get(paper_of(*k), [1.0])
+                f = sum(fs) / len(fs)
+                how = f"scaled x{f:.1f} (mean of {paper_of(*k)})"
+            value = startup + excess[k] * f
+            how = ("measured reduced, " if k in measured_reduced else "relatives reduced, ") + how
+        else:
+            continue
+        seconds[k], source[k] = max(1, math.ceil(value)), how
+
+    print("# Cluster sizes of the workflow's jobs (profiles/slurm; local runs ignore them), written by")
+    argv = sys.argv[1:]
+    if "--note" in argv:  # printed below, once
+        del argv[argv.index("--note"): argv.index("--note") + 2]
+    for line in textwrap.wrap(" ".join(["python", f"benchmarks/{Path(__file__).name}", *map(_quote, argv)]), 96,
+                              break_on_hyphens=False, subsequent_indent="    "):
+        print(f"#   {line}")
+    for line in textwrap.wrap(f"on {datetime.date.today()} at commit {_commit()}. {args.note}", 98):
+        print(f"# {line}")
+    print("# Do not edit by hand: rerun the script with better runs (its docstring says how).")
+    print("# Time limit asked for = runtime_factor x a job's estimated seconds + 1 minute (common.smk).")
+    print(f"runtime_factor: {args.runtime_factor}")
+    print("kinds:  # memory for every job of the kind; seconds for a job `seconds:` does not list")
+    for kind in KINDS:
+        mine = [r for r in everything if r["kind"] == kind]
+        rss = max((r["max_rss"] for r in mine), default=0.0)
+        mem = max(500, 100 * math.ceil(max(rss, DOCUMENTED_PEAK_MB.get(kind, 0)) * MEMORY_MARGIN / 100))
+        ests = [v for (k, _), v in seconds.items() if k == kind]
+        default = max(ests) if ests else math.ceil(max((work(r) for r in mine), default=60.0))
+        ratio = max((r["cpu"] / r["s"] for r in mine if r["s"] > 0.5), default=0.0)
+        print(f"  {kind}: {{mem_mb: {mem}, seconds: {default}}}"
+              f"  # {len(mine)} jobs measured, max_rss {rss:.0f} MB, cpu_time/s <= {ratio:.2f}")
+    print("# Each job of the target at the full protocol, by kind and key: [estimated CPU seconds, the")
+    print(f"# batch it runs in (jobs of {BATCH_MAX} s or less, packed into batches of {BATCH_TARGET} s or")
+    print(f"# {BATCH_JOBS} jobs; not a fit that waits for the tuning checkpoint), or null: alone].")
+    print("seconds:")
+    for kind in ESTIMATED:
+        rows = sorted((key, v) for (k, key), v in seconds.items() if k == kind)
+        if not rows:
+            continue
+        batch = batches([(key, v) for key, v in rows if (kind, key) not in tuned]) if kind in BATCHED else {}
+        print(f"  {kind}:")
+        for key, value in rows:
+            print(f'    "{key}": [{value}, {batch.get(key, "null")}]  # {source[(kind, key)]}')
+    print("start-up " + f"{startup:.2f} s; factors: " + ", ".join(f"{p} x{f:.1f}" for p, f in factor.items()),
+          file=sys.stderr)
+
+
+def batches(rows: list[tuple[str, int]]) -> dict[str, int]:
+    """key -> batch number, for the jobs short enough to share a cluster job (rows sorted by key)."""
+    out, number, total, size = {}, 0, 0, 0
+    for key, value in rows:
+        if value > BATCH_MAX:
+            continue
+        out[key] = number
+        total, size = total + value, size + 1
+        if total >= BATCH_TARGET or size >= BATCH_JOBS:
+            number, total, size = number + 1, 0, 0
+    return out
+
+
+def _quote(arg: str) -> str:
+    return f"'{arg}'" if any(c in arg for c in "*?[] ") else arg
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+if __name__ == "__main__":
+    main()
