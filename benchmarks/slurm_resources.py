@@ -42,8 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 import dryrun  # noqa: E402
 
-KINDS = ("data", "tuning", "optimum", "fit", "cut", "summary", "product", "audit")
-ESTIMATED = ("tuning", "optimum", "fit", "audit")  # kinds whose jobs are sized one by one
+from dperm.estimate import CLUSTER_ID, ESTIMATED, KINDS, RULE_KIND, key_of  # noqa: E402,F401 (one set of keys)
+
 # Peaks docs/performance.md measured at the full protocol, above what reduced runs reach: a lee2018
 # fit on KDDCup99 (3.0 GB) and preparing the nine mirrored datasets (1.6 GB).
 DOCUMENTED_PEAK_MB = {"fit": 3000, "data": 1600}
@@ -53,17 +53,6 @@ MEMORY_MARGIN = 1.3
 # batches of at least BATCH_TARGET estimated seconds or BATCH_JOBS jobs; a longer job runs alone.
 BATCH_MAX, BATCH_TARGET, BATCH_JOBS = 120, 90, 12
 BATCHED = ("optimum", "fit", "audit")
-RULE_KIND = {
-    "prepare": "data",
-    "tune": "tuning",
-    "optimum": "optimum",
-    "run_job": "fit",
-    "cut_cell": "cut",
-    "summarise": "summary",
-    "audit_subject": "audit",
-}
-# common.smk's _CLUSTER_ID: the wildcards that name a job, in order.
-CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
 
 
 def kind_and_key(path: Path) -> tuple[str, str]:
@@ -79,15 +68,6 @@ def kind_and_key(path: Path) -> tuple[str, str]:
     if top == "audit":  # audit/subject
         return "audit", "/".join(parts)
     return {"runs": "cut", "summaries": "summary", "prepare": "data"}.get(top, "product"), ""
-
-
-def key_of(job: dryrun.Job) -> tuple[str, str] | None:
-    """A dry-run job's kind and key (None for a local or target job)."""
-    if not job.runs or job.rule == "fetch_raw":
-        return None
-    kind = RULE_KIND.get(job.rule, "product")
-    key = "/".join(job.wildcards[n] for n in CLUSTER_ID if n in job.wildcards) if kind in ESTIMATED else ""
-    return kind, key
 
 
 def read_runs(specs: list[str]) -> dict[str, list[dict]]:

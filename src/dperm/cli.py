@@ -254,6 +254,14 @@ def _cmd_product(args) -> None:
     log.info("%s/%s: %d file(s) written: %s", args.paper, args.product, len(written), ", ".join(written))
 
 
+def _cmd_estimate(args) -> None:
+    from .estimate import estimate, format_estimate
+
+    options = (["-F"] if args.from_scratch else []) + (["--configfile", *args.configfile] if args.configfile else [])
+    result = estimate(args.targets, args.cores, options)
+    print(json.dumps(result) if args.json else format_estimate(result))
+
+
 def _cmd_info(args) -> None:
     import numpy
     import scipy
@@ -452,6 +460,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="versions, thread settings, known datasets and papers")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("estimate", help="what a target will cost before it runs: jobs, CPU time, wall time on N "
+                                        "cores (a dry run and the measured per-job table workflow/cluster.yaml)")
+    p.add_argument("targets", nargs="*", help="Snakemake targets (default: the default target)")
+    p.add_argument("--cores", type=int, default=2, help="cores the run will use (default 2)")
+    p.add_argument("--configfile", nargs="+", default=[], metavar="FILE", help="as snakemake --configfile")
+    p.add_argument("--from-scratch", action="store_true",
+                   help="every job, as on a clean clone (snakemake -F); default: only what is not up to date")
+    p.add_argument("--json", action="store_true", help="print the estimate as one JSON object")
+    p.set_defaults(func=_cmd_estimate)
     return parser
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.linalg.blas import dgemm
 
 from . import numerics as nm
+from .arrays import read_only
 from .glm import check_label_form
 
 # the last read-only X seen and [X, 1] (per thread; not in an MLP's attributes, which are its
@@ -143,12 +144,10 @@ class MLP:
         """[X, 1] for every row, kept for the last X seen when X cannot change (read-only, as the
         protocol's training folds): the many passes of an L-BFGS solve then slice it; None for a
         writeable X (each chunk is augmented in a scratch buffer instead)."""
-        from ..problem import _read_only
-
         cached = getattr(_AUGMENTED, "rows", None)
         if cached is not None and cached[0] is X:
             return cached[1]
-        if not _read_only(X):
+        if not read_only(X):
             return None
         Xa = np.empty((X.shape[0], X.shape[1] + 1))
         Xa[:, :-1] = X

@@ -1,0 +1,98 @@
+"""dperm estimate: the dry run's listing read back, each job's cost from the measured table, and
+the wall time of a list schedule on N cores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from dperm.estimate import Job, dependencies, job_seconds, list_schedule, parse
+
+LISTING = """\
+Building DAG of jobs...
+Job stats:
+job          count
+---------  -------
+run_job          2
+
+[Thu Nov 26 18:00:00 2026]
+rule prepare:
+    input: resources/raw/wine/fetch.json
+    output: resources/prepared/wine/default.npz
+    jobid: 3
+    reason: Missing output files: resources/prepared/wine/default.npz
+    wildcards: dataset=wine, profile=default
+    resources: tmpdir=<TBD>
+
+[Thu Nov 26 18:00:00 2026]
+rule run_job:
+    input: resources/prepared/wine/default.npz
+    output: results/jobs/p/e/wine/lr/dp-sgd.csv
+    jobid: 2
+    wildcards: paper=p, experiment=e, dataset=wine, model=lr, algorithm=dp-sgd
+
+[Thu Nov 26 18:00:00 2026]
+localrule all:
+    input: results/jobs/p/e/wine/lr/dp-sgd.csv
+    jobid: 0
+"""
+
+
+def test_a_listing_is_read_back_with_its_wildcards_and_edges():
+    jobs = parse(LISTING)
+    assert [(j.rule, j.jobid) for j in jobs] == [("prepare", 3), ("run_job", 2), ("all", 0)]
+    assert jobs[1].wildcards == {"paper": "p", "experiment": "e", "dataset": "wine", "model": "lr",
+                                 "algorithm": "dp-sgd"}
+    assert dependencies(jobs) == {3: set(), 2: {3}, 0: {2}}
+    assert not jobs[2].runs and jobs[2].local
+
+
+def _chain(ids, edges):
+    jobs = [Job(jobid=i, rule="r", local=False, outputs=[f"o{i}"]) for i in ids]
+    return jobs, {i: set(edges.get(i, ())) for i in ids}
+
+
+def test_the_list_schedule_respects_dependencies_cores_and_the_longest_path_first():
+    # 1 -> 3, 2 -> 3; 4 alone. Seconds: 1: 10, 2: 2, 3: 5, 4: 8
+    jobs, deps = _chain([1, 2, 3, 4], {3: {1, 2}})
+    seconds = {1: 10.0, 2: 2.0, 3: 5.0, 4: 8.0}
+    wall1, critical, chain = list_schedule(jobs, deps, seconds, 1)
+    assert wall1 == pytest.approx(25.0) and critical == pytest.approx(15.0) and chain == [1, 3]
+    wall2, _, _ = list_schedule(jobs, deps, seconds, 2)
+    assert wall2 == pytest.approx(15.0)  # 1 then 3 on one core; 4 then 2 on the other
+    assert list_schedule(jobs, deps, seconds, 8)[0] == pytest.approx(15.0)  # never below the critical path
+
+
+def test_a_job_the_table_does_not_list_takes_the_median_of_its_paper_and_algorithm():
+    sizes = {"kinds": {"fit": {"seconds": 700}, "cut": {"seconds": 1}},
+             "seconds": {"fit": {"p/e/adult/lr/dp-sgd": [10, None], "p/e/bank/lr/dp-sgd": [30, None],
+                                 "p/e/wine/lr/dp-sgd": [20, None], "p/e/adult/lr/objpert": [500, None]}}}
+    job = Job(jobid=1, rule="run_job", local=False, outputs=["x"],
+              wildcards={"paper": "p", "experiment": "new", "dataset": "kdd", "model": "lr", "algorithm": "dp-sgd"})
+    assert job_seconds(sizes, job) == (20.0, "similar")
+    listed = Job(jobid=2, rule="run_job", local=False, outputs=["y"],
+                 wildcards={"paper": "p", "experiment": "e", "dataset": "bank", "model": "lr", "algorithm": "dp-sgd"})
+    assert job_seconds(sizes, listed) == (30.0, "listed")
+    other = Job(jobid=3, rule="run_job", local=False, outputs=["z"],
+                wildcards={"paper": "q", "experiment": "e", "dataset": "bank", "model": "lr", "algorithm": "x"})
+    assert job_seconds(sizes, other) == (700.0, "kind")
+
+
+def test_the_estimate_of_a_target_counts_the_dry_run_s_jobs(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "dperm", "estimate", "demo", "--from-scratch", "--json"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["jobs"] == sum(result["kinds"].values()) and result["kinds"]["fit"] >= 1
+    assert result["critical_seconds"] <= result["wall_seconds"] <= result["cpu_seconds"] + 1e-9
+    assert result["measured_from"].startswith("measured at commit")
+
+
+def test_an_unknown_target_is_one_clear_error():
+    out = subprocess.run([sys.executable, "-m", "dperm", "estimate", "no-such-target"], cwd=REPO,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "the dry run failed" in out.stderr and "Traceback" not in out.stderr
