@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -180,6 +181,24 @@ def grid_edges(grid: dict, point: dict) -> str:
     return "; ".join(out)
 
 
+def _progress(paper: dict, datasets):
+    """The tuning run's :class:`dperm.progress.Progress`, counted in grid points: the λ grid of each
+    (dataset, model) it tunes, and each block's grid once per ε group (one, or one per ε)."""
+    from .progress import Progress
+
+    tuning, total = paper["tuning"], 0
+    for dataset, model, experiment in tuning_jobs(paper):
+        if datasets is not None and dataset not in datasets:
+            continue
+        total += len(tuning["l2"]["grid"]) if "l2" in tuning else 0
+        for block in tuning.get("hyper", []):
+            if runs_with(paper, block["algorithm"], dataset, model, tuning_profile(paper, experiment)):
+                groups = len(block["epsilons"]) if block.get("per_epsilon") else 1
+                total += groups * math.prod(len(values) for values in block["grid"].values())
+    where = "/".join(datasets) if datasets else "every dataset"
+    return Progress(f"{paper.get('paper', 'tuning')}/tuning/{where}", total, unit="grid points")
+
+
 def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None,
          log: Callable[[str], None] = lambda message: None) -> tuple[dict, pd.DataFrame]:
     """Run the paper's tuning grid; return (choices, one row per grid point)."""
@@ -192,6 +211,8 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
     def run(spec):
         return run_cell(spec, data(spec["dataset"], spec["profile"]), log=None,
                         folds=folds.setdefault((spec["dataset"], spec["profile"]), {}))
+
+    progress = _progress(paper, datasets)
 
     def report(where, what, grid, point, loss, accuracy):
         edge = grid_edges(grid, point)
@@ -217,6 +238,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                 rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": "l2",
                              "setting": f"l2={l2}", "mean_validation_loss": scores[-1][1],
                              "mean_accuracy": scores[-1][2]})
+                progress.advance()
             best = min(range(len(grid)), key=lambda i: (scores[i][0], -grid[i]))
             choice["l2"] = float(grid[best])
             texts["l2"] = f"l2={grid[best]}"
@@ -240,6 +262,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                     rows.append({"dataset": dataset, "profile": profile, "model": model, "tuned": tuned,
                                  "setting": ", ".join(f"{n}={v}" for n, v in point.items()),
                                  "mean_validation_loss": score[1], "mean_accuracy": score[2]})
+                    progress.advance()
                     if best_score is None or score[0] < best_score[0]:
                         best_score, best_point = score, point
                 if token is None:

@@ -175,3 +175,29 @@ def test_a_per_epsilon_block_chooses_a_point_for_each_epsilon_and_a_cell_takes_i
     (tmp_path / "q.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError, match="per_epsilon chooses a point for each epsilon"):
         ex.load_paper(tmp_path / "q.yaml")
+
+
+def test_tuning_reports_its_grid_points_done_out_of_those_planned(tmp_path):
+    import copy
+
+    from dperm.tuning import as_spec
+
+    lines = []
+    spec = copy.deepcopy(as_spec(_paper(tmp_path)))
+    spec["experiments"]["e"]["epsilons"] = [0.5, 8.0]
+    spec["tuning"]["hyper"] = [{"algorithm": "dp-sgd", "grid": {"epochs": [0.05, 2], "batch_size": [50, 100]},
+                                "epsilons": [0.5, 8.0], "per_epsilon": True}]
+    import logging
+
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("dperm.progress")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        _, grid = tune(spec, lambda dataset, profile: _data(), seed=1)
+    finally:
+        logger.removeHandler(handler)
+    planned = 2 + 2 * 2 * 2  # the lambda grid, then 2 x 2 points for each of the two epsilons
+    assert len(grid) == planned
+    assert lines and lines[-1].startswith(f"p/tuning/every dataset: {planned}/{planned} grid points (100%)")
