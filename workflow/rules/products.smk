@@ -21,6 +21,8 @@ for _paper in PAPERS:
                 **product_outputs(_paper, _product),
             log:
                 f"{OUT}logs/products/{_paper}/{_product.name}.log",
+            group:
+                cluster_group("product", paper=_paper)
             conda:
                 "../envs/dperm.yaml"
             params:
@@ -29,6 +31,8 @@ for _paper in PAPERS:
                 spec=product_spec_json(_paper, _product),
                 quick=quick_flag(),
                 code=PRODUCT_CODE[_paper],
+            resources:
+                **cluster_resources("product"),
             shell:
                 "python -m dperm product {params.paper} {params.product} --spec {params.spec:q}"
                 " --cells {input.cells} --summaries {input.summaries} --tables {input.tables}"
