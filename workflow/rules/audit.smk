@@ -94,6 +94,9 @@ rule audit_one_run:
     conda:
         "../envs/dperm.yaml"
     threads: 1
+    # sized as a fit, not as an audit case: twelve trainings at Adult's scale, 1 GB at its peak
+    resources:
+        **cluster_resources("fit"),
     params:
         seed=config["audit"]["seed"],
         scale=config["audit"]["scale"],
