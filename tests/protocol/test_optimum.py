@@ -115,13 +115,13 @@ def test_multistart_optimum_of_a_non_convex_model_is_the_best_of_its_starts():
 @pytest.mark.parametrize("model", [{"loss": "logistic", "l2": 1e-3},
                                    {"loss": "mlp", "loss_params": {"hidden": 3}, "l2": 0.0,
                                     "multistart": {"starts": 2, "iterations": 20}}], ids=["lr", "mlp"])
-def test_optimum_solutions_are_kept_per_split_and_start_pidp_sgd(model, tmp_path):
+def test_optimum_solutions_are_kept_per_split(model, tmp_path):
     """compute_optima can keep each split's solution (the point whose F is F*), written to and
-    read back from one file; PIDP-SGD's ``start: optimum`` starts from the one the protocol puts
-    in the training fold's shared store, and refuses to run without it."""
-    from dperm.algorithms import Privacy, get_algorithm, pidp_sgd
+    read back from one file (no rule passes them to a job yet: docs/performance.md)."""
     from dperm.optimum import compute_optima, read_solutions, write_solutions
-    from dperm.protocol import build_problem, make_splits, split_seed
+    from dperm.protocol.runner import build_problem
+    from dperm.protocol.seeds import split_seed
+    from dperm.protocol.splits import make_splits
 
     X, y = _data(n=200, p=4, seed=6)
     arrays = {"X": X, "ypm": y, "y01": (y > 0).astype(float)}
@@ -139,13 +139,3 @@ def test_optimum_solutions_are_kept_per_split_and_start_pidp_sgd(model, tmp_path
         train = full.subset(split.train)
         np.testing.assert_array_equal(back[(split.fold, split.repeat)], solutions[(split.fold, split.repeat)])
         assert float(train.value(back[(split.fold, split.repeat)])) == pytest.approx(row.F_star, rel=1e-12)
-    train = full.subset(splits[0].train)
-    train.shared = {pidp_sgd.OPTIMUM_KEY: back[(0, 0)]}
-    theta0 = pidp_sgd.start_point(train, start="optimum", shift=1e-3, radius=1e6, start_iterations=5)
-    np.testing.assert_array_equal(theta0, back[(0, 0)])
-    hyper = {"steps": 20, "rounds": 2, "start": "optimum", "radius": 1e6}
-    res = get_algorithm("pidp-sgd-reference").fit(train, Privacy(1.0, 1e-5), np.random.default_rng(0), **hyper)
-    assert res.weights.shape == (1, train.p)
-    train.shared = {}
-    with pytest.raises(ValueError, match="start='optimum' needs"):
-        get_algorithm("pidp-sgd-reference").fit(train, Privacy(1.0, 1e-5), np.random.default_rng(0), **hyper)

@@ -144,7 +144,7 @@ def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode:
 
     if not isinstance(problem.loss, GLMLoss):
         raise ValueError(f"the projected noisy (S)GD of the notes runs GLM losses only; got {problem.loss!r}")
-    sigma = faults.noise_scale(sigma)  # the audit's mutants only (privacy.calibration_faults)
+    sigma = faults.noise_scale(np.asarray(sigma, dtype=float))  # the audit's mutants only (privacy.calibration_faults)
     n, p, lam, loss = problem.n, problem.p, problem.l2, problem.loss
     X, y = problem.X, problem.y
     with np.errstate(divide="ignore"):
