@@ -25,14 +25,14 @@ for _paper in PAPERS:
                 cluster_group("product", paper=_paper)
             conda:
                 "../envs/dperm.yaml"
+            resources:
+                **cluster_resources("product"),
             params:
                 paper=_paper,
                 product=_product.name,
                 spec=product_spec_json(_paper, _product),
                 quick=quick_flag(),
                 code=PRODUCT_CODE[_paper],
-            resources:
-                **cluster_resources("product"),
             shell:
                 "python -m dperm product {params.paper} {params.product} --spec {params.spec:q}"
                 " --cells {input.cells} --summaries {input.summaries} --tables {input.tables}"
