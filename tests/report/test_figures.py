@@ -101,3 +101,22 @@ def test_figure_command_draws_a_borrowing_figure(tables, tmp_path):
     code = main(["figure", "--spec", spec, "--summary", *map(str, tables), "--png", str(png), "--pdf", str(pdf)])
     assert code in (0, None)
     assert png.stat().st_size > 10_000 and pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_a_narrow_log_axis_gets_labelled_ticks():
+    import matplotlib.pyplot as plt
+
+    from dperm.report.figures import ensure_log_ticks
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.021, 0.029])
+    ax.set_yscale("log")
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    assert not [t for t in ax.yaxis.get_majorticklocs() if low <= t <= high]  # no power of ten inside
+    ensure_log_ticks(ax, "y")
+    fig.canvas.draw()
+    shown = [t for t in ax.yaxis.get_majorticklocs() if low <= t <= high]
+    labels = [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]
+    assert len(shown) >= 2 and len(labels) >= 2
+    plt.close(fig)

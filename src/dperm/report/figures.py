@@ -161,6 +161,23 @@ def plain_log_axis(ax, axis: str = "x", values=None) -> None:
     target.set_minor_formatter(NullFormatter())
 
 
+def ensure_log_ticks(ax, axis: str = "y", at_least: int = 2) -> None:
+    """A log (or symlog) axis whose range holds fewer than ``at_least`` labelled ticks (a panel
+    spanning 0.02 to 0.03 holds no power of ten) gets three, evenly spaced in log and written
+    with two significant digits. Call it once the panel's data are drawn."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    shown = [t for t in target.get_majorticklocs() if low <= t <= high]
+    if len(shown) >= at_least or not (low > 0 and high > low):
+        return
+    values = sorted({float(f"{v:.2g}") for v in np.geomspace(low, high, 5)[1:-1]})
+    target.set_major_locator(FixedLocator(values))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2g}"))
+    target.set_minor_formatter(NullFormatter())
+
+
 def _unavailable(ax, heading, reason):
     """An explicit empty panel: the data could not be had (or no runs exist), never a gap."""
     text = "data unavailable offline" if "unavailable" in reason else reason

@@ -22,7 +22,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ...report.figures import STUCK, STUCK_CAPTION, STUCK_LABEL, band, epsilon_axis, legend_and_caption  # noqa: E402
+from ...report.figures import (  # noqa: E402
+    STUCK,
+    STUCK_CAPTION,
+    STUCK_LABEL,
+    band,
+    ensure_log_ticks,
+    epsilon_axis,
+    legend_and_caption,
+)
 from ...report.tables import summarise  # noqa: E402
 from .tables import noise_free_table, pidp_records  # noqa: E402
 
@@ -157,6 +165,8 @@ def r_sensitivity_figure(table: pd.DataFrame, *, title: str, caption: str):
                 if metric == "noise_free_fraction":
                     ax.set_ylim(-0.05, 1.05)
                 epsilon_axis(ax, data if len(data) else table)
+                if metric == "opt_gap":
+                    ensure_log_ticks(ax, "y")
                 if i == 0:
                     ax.set_title(f"{dataset}: zeta {reading}, R = {rounds:g}", fontsize=9)
                 if j == 0:
