@@ -120,3 +120,13 @@ def test_a_narrow_log_axis_gets_labelled_ticks():
     labels = [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]
     assert len(shown) >= 2 and len(labels) >= 2
     plt.close(fig)
+
+
+def test_off_scale_keeps_every_value_when_most_coincide():
+    from dperm.report.figures import off_scale
+
+    flat = [0.8717] * 9 + [0.875, 0.892, 0.583]  # curves at the majority rate and a few others
+    assert off_scale(flat) is None
+    spread = [0.80, 0.81, 0.82, 0.83, 0.84, 0.85, 0.86, 0.05]  # one far outlier among spread values
+    low, high = off_scale(spread)
+    assert low > 0.05 and high >= 0.86

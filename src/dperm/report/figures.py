@@ -46,6 +46,10 @@ def off_scale(values, fence: float = 10.0):
     if len(v) < 4:
         return None
     q1, q3 = np.percentile(v, [25, 75])
+    if q3 - q1 < 0.02 * (v.max() - v.min()):
+        # most values coincide (curves flat at one rate): every other value would be "far out" and
+        # the panel would zoom onto a single line; draw them all instead
+        return None
     spread = max(q3 - q1, 1e-9 * max(abs(q1), abs(q3), 1.0))
     inside = v[(v >= q1 - fence * spread) & (v <= q3 + fence * spread)]
     if len(inside) == len(v):
@@ -263,6 +267,8 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
                 for key in dict.fromkeys(k for k, _, _ in drawn):
                     points = [(x, m) for k, x, m in drawn if k == key]
                     mark_off_scale(ax, [x for x, _ in points], [m for _, m in points], limits, style[key]["color"])
+            if ax.get_yscale() == "linear":
+                ax.ticklabel_format(axis="y", useOffset=False)  # never "1e-10 + 8.7e-1" above a panel
             epsilon_axis(ax, data)
             if i == 0:
                 ax.set_title(heading)
