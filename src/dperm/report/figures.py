@@ -46,11 +46,11 @@ def off_scale(values, fence: float = 10.0):
     if len(v) < 4:
         return None
     q1, q3 = np.percentile(v, [25, 75])
-    if q3 - q1 < 0.02 * (v.max() - v.min()):
+    if q3 - q1 <= 1e-9 * max(abs(q1), abs(q3), 1.0):
         # most values coincide (curves flat at one rate): every other value would be "far out" and
         # the panel would zoom onto a single line; draw them all instead
         return None
-    spread = max(q3 - q1, 1e-9 * max(abs(q1), abs(q3), 1.0))
+    spread = q3 - q1
     inside = v[(v >= q1 - fence * spread) & (v <= q3 + fence * spread)]
     if len(inside) == len(v):
         return None
@@ -234,6 +234,7 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
                 _unavailable(ax, heading, unavailable.get(dataset, "no runs"))
                 continue
             drawn = []  # (key, x, mean) of every curve, for the off-scale limits
+            levels = []  # the reference lines (NonPrivate, Majority): they stay in view
             for key in algorithms:
                 cell = data[data["algorithm"] == key]
                 stuck = (cell["learns"] == "no").to_numpy() if "learns" in cell else np.zeros(len(cell), bool)
@@ -243,6 +244,7 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
                     name, colour, dash = (BASELINES[baseline_of(key)] if key not in style else
                                           (style[key]["baseline"], style[key]["color"], style[key]["ls"]))
                     level = cell[f"{metric}_mean"].iloc[0]
+                    levels.append(level)
                     ax.axhline(level, color=colour, ls=dash, lw=1.2,
                                label=labels.get(key, name) + (" (does not learn)" if stuck.any() else ""))
                     if stuck.any():
@@ -262,6 +264,9 @@ def epsilon_figure(summary: pd.DataFrame, *, panels, algorithms, title="", capti
                     stuck_drawn = True
                 drawn += [(key, x, m) for x, m in zip(cell["x"], mean)]
             limits = off_scale([m for _, _, m in drawn])
+            if limits is not None and levels:
+                pad = 0.03 * (limits[1] - limits[0])
+                limits = (min(limits[0], min(levels) - pad), max(limits[1], max(levels) + pad))
             if limits is not None:
                 ax.set_ylim(*limits)
                 for key in dict.fromkeys(k for k, _, _ in drawn):
