@@ -240,20 +240,20 @@ def estimate(targets: list[str], cores: int, options: list[str], workdir: str = 
     by_id = {j.jobid: j for j in jobs}
     return {"targets": targets, "cores": cores, "jobs": len(jobs), "kinds": dict(kinds), "cpu_by_kind": dict(cpu),
             "cpu_seconds": sum(seconds.values()), "wall_seconds": wall, "critical_seconds": critical,
-            "critical_path": [by_id[i].rule + ("(" + "/".join(key_of(by_id[i])[1:]) + ")"
-                                               if key_of(by_id[i]) and key_of(by_id[i])[1] else "")
-                              for i in chain],
+            "critical_path": [_label(by_id[i]) for i in chain],
             "sources": dict(how), "measured_from": origin}
 
 
-def _minutes(seconds: float) -> str:
-    from .progress import duration
-
-    return duration(seconds)
+def _label(job: Job) -> str:
+    """A job as the critical path names it: its rule and, for a job sized one by one, its key."""
+    kk = key_of(job)
+    return f"{job.rule}({kk[1]})" if kk and kk[1] else job.rule
 
 
 def format_estimate(result: dict) -> str:
     """The estimate as the lines ``dperm estimate`` prints."""
+    from .progress import duration as _minutes
+
     kinds = ", ".join(f"{result['kinds'][k]} {k}" for k in KINDS if result["kinds"].get(k))
     lines = [f"{' '.join(result['targets']) or 'the default target'}: {result['jobs']} jobs to run ({kinds})"]
     if not result["jobs"]:

@@ -188,6 +188,14 @@ def falls(curve: Sequence[Estimate], xs: Sequence[float], what: str = "ε") -> V
     return _trend(curve, xs, what, up=False)
 
 
+def _ratio_interval(a: Estimate, b: Estimate) -> tuple[float, float, float, float]:
+    """(a/b, its 95% interval's low and high, the relative half-width in log) by the delta method
+    from the two means' intervals (an exact value or an infinite half contributes none)."""
+    ratio = a.mean / b.mean
+    rel = math.hypot(*[c.half / c.mean if math.isfinite(c.half) else 0.0 for c in (a, b)])
+    return ratio, ratio * math.exp(-rel), ratio * math.exp(rel), rel
+
+
 def within_factor(a: Estimate, b: Estimate, factor: float, *, guarded: Sequence[Estimate] = ()) -> Verdict:
     """The claim "a is within a factor ``factor`` of b" (both positive): supported when the 95%
     interval of a/b (delta method from the two means' intervals) lies inside [1/factor, factor],
@@ -198,10 +206,7 @@ def within_factor(a: Estimate, b: Estimate, factor: float, *, guarded: Sequence[
         return stopped
     if not (a.mean > 0 and b.mean > 0):
         return Verdict(INCONCLUSIVE, test, f"the ratio needs positive means: {a.text()}, {b.text()}")
-    ratio = a.mean / b.mean
-    relative = [c.half / c.mean if math.isfinite(c.half) else 0.0 for c in (a, b)]
-    rel = math.hypot(*relative)
-    low, high = ratio * math.exp(-rel), ratio * math.exp(rel)
+    ratio, low, high, _ = _ratio_interval(a, b)
     reason = f"{a.text()} / {b.text()} = {ratio:.3g} (interval {low:.3g}–{high:.3g})"
     if 1 / factor <= low and high <= factor:
         return Verdict(SUPPORTED, test, reason)
@@ -232,9 +237,7 @@ def ratio_below(a: Estimate, b: Estimate, bound: float, *, a_lower_bound: bool =
         return stopped
     if not (a.mean > 0 and b.mean > 0):
         return Verdict(INCONCLUSIVE, test, f"the ratio needs positive means: {a.text()}, {b.text()}")
-    ratio = a.mean / b.mean
-    rel = math.hypot(*[c.half / c.mean if math.isfinite(c.half) else 0.0 for c in (a, b)])
-    low, high = ratio * math.exp(-rel), ratio * math.exp(rel)
+    ratio, low, high, rel = _ratio_interval(a, b)
     reason = (f"{a.text()}{' (at least)' if a_lower_bound else ''} / {b.text()}"
               f"{' (at least)' if b_lower_bound else ''} = {ratio:.3g}"
               + (f" (interval {low:.3g}–{high:.3g})" if rel > 0 else ""))
