@@ -26,9 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
+
+import bench_setup  # noqa: I001 (benchmarks/, on the path when a script runs)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = {"bank": "bank-dpagd", "adult": "adult"}
@@ -48,15 +49,10 @@ def _args():
 
 
 ARGS = _args()
-for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(ARGS.threads)  # before numpy loads its BLAS
+bench_setup.prepare(ARGS.threads)  # before numpy loads its BLAS
 
 import numpy as np  # noqa: E402
 
-try:
-    import dperm  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "src"))
 from dperm.algorithms.base import Privacy  # noqa: E402
 from dperm.algorithms.dp_agd.scores import CandidateScorer, candidate_grid, naive_candidate_scores  # noqa: E402
 from dperm.algorithms.registry import get_algorithm  # noqa: E402

@@ -34,8 +34,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
+
+import bench_setup  # noqa: I001 (benchmarks/, on the path when a script runs)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,17 +53,12 @@ def _args():
 
 
 ARGS = _args()
-for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(ARGS.threads)  # before numpy loads its BLAS
+bench_setup.prepare(ARGS.threads)  # before numpy loads its BLAS
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-try:
-    import dperm  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "src"))
 from dperm.algorithms.base import Privacy  # noqa: E402
 from dperm.algorithms.registry import get_algorithm  # noqa: E402
 from dperm.losses import Logistic  # noqa: E402

@@ -33,8 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
+
+import bench_setup  # noqa: I001 (benchmarks/, on the path when a script runs)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,18 +50,13 @@ def _args():
 
 
 ARGS = _args()
-for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(ARGS.threads)  # before numpy loads its BLAS
+bench_setup.prepare(ARGS.threads)  # before numpy loads its BLAS
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.linalg.blas import dgemm  # noqa: E402
 
-try:
-    import dperm  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "src"))
 from dperm.losses import MLP  # noqa: E402
 
 
