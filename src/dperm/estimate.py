@@ -28,7 +28,7 @@ from pathlib import Path
 
 ENTRY = re.compile(r"^(\s*)(localrule|rule|checkpoint) ([\w-]+):$")
 GROUP = re.compile(r"^\[.*\] Group job (\S+) \(jobs in lexicogr\. order\):$")
-FIELD = re.compile(r"^\s+(input|output|jobid|wildcards): (.*)$")
+FIELD = re.compile(r"^\s+(input|output|jobid|wildcards|priority): (.*)$")
 
 KINDS = ("data", "tuning", "optimum", "fit", "cut", "summary", "product", "audit")
 ESTIMATED = ("tuning", "optimum", "fit", "audit")  # kinds whose jobs are sized one by one
@@ -58,6 +58,7 @@ class Job:
     wildcards: dict[str, str] = field(default_factory=dict)
     group: int | None = None  # the index of its group job in the listing, if it is in one
     group_id: str | None = None
+    priority: float = 0.0  # Snakemake's: of the ready jobs, the highest start first (common.smk)
 
     @property
     def runs(self) -> bool:
@@ -92,6 +93,8 @@ def parse(listing: str) -> list[Job]:
                 job.jobid = int(value)
             elif name == "wildcards":
                 job.wildcards = _wildcards(value)
+            elif name == "priority":
+                job.priority = float(value)
             else:
                 setattr(job, name + "s", value.split(", "))
         elif line.startswith("Job stats:") or line.startswith("Reasons:"):

@@ -96,3 +96,29 @@ def test_an_unknown_target_is_one_clear_error():
     out = subprocess.run([sys.executable, "-m", "dperm", "estimate", "no-such-target"], cwd=REPO,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "the dry run failed" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_jobs_start_longest_chain_first():
+    """Snakemake's priorities follow the estimated chains (common.smk: chain_priority): a fit's is
+    its own estimate, and a preparation, tuning or optimum outranks every job that waits for it, so
+    KDDCup99's preparation and tuning start before the long fits they gate."""
+    from dperm.estimate import dry_run, read_sizes
+
+    jobs = dry_run(["lee2018"], ["-F"], workdir=str(REPO))
+    sizes, _ = read_sizes(str(REPO))
+    by_id = {job.jobid: job for job in jobs}
+    gates = {"prepare", "tune", "optimum"}
+    checked = 0
+    for job in jobs:
+        seconds, source = job_seconds(sizes, job) if job.runs else (0, "")
+        if job.rule == "run_job" and source == "listed":  # (Snakemake sizes an unlisted job as its kind's largest)
+            assert abs(job.priority - seconds) < 1, job.wildcards
+        for need in dependencies(jobs)[job.jobid]:
+            gate = by_id[need]
+            if gate.rule in gates and job.priority > 0 and source == "listed":
+                assert gate.priority >= job.priority, (gate.rule, gate.wildcards, job.rule, job.wildcards)
+                checked += 1
+    assert checked > 10
+    listed = [job for job in jobs if job.runs and job.rule != "prepare" and job_seconds(sizes, job)[1] == "listed"]
+    first = max(listed, key=lambda job: job.priority)
+    assert (first.rule, first.wildcards) == ("tune", {"paper": "lee2018", "dataset": "kddcup99"})

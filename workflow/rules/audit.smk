@@ -10,6 +10,7 @@ rule audit_subject:
         f"{OUT}logs/audit/{{subject}}.log",
     benchmark:
         f"{OUT}benchmarks/out/audit/{{subject}}.tsv"
+    priority: chain_priority("audit")
     group:
         cluster_group("audit")
     conda:

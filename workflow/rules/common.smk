@@ -6,6 +6,7 @@ import math
 import os
 import re
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 # The workflow runs this checkout's code (src/), whatever dperm an environment may have
@@ -252,8 +253,10 @@ def data_param(wildcards, input):
 
 
 def job_priority(wildcards):
+    """A fit's place in the queue: the longest chain first (chain_priority), an experiment's
+    configured `priority` deciding between fits of equal estimate."""
     exp = paper_of(wildcards).experiments[wildcards.experiment]
-    return exp.priority.get(wildcards.dataset, 0)
+    return chain_priority("fit")(wildcards) + exp.priority.get(wildcards.dataset, 0) / 100
 
 
 def cell_job(wildcards):
@@ -704,6 +707,56 @@ def cluster_group(kind, **values):
         return _cluster_batch(f"{batched}-batch{batch}", batched)
 
     return group
+
+
+# -- the order jobs start in -----------------------------------------------------------------------
+# Of the jobs that are ready, Snakemake starts those of highest priority first (locally and when it
+# submits to a cluster). A job's priority is the estimated CPU seconds of the longest chain of work
+# it opens: its own estimate (workflow/cluster.yaml) plus that of the longest job waiting for it.
+# So the longest fits, and the preparation and tuning that gate them (KDDCup99's), start first,
+# and no long job is left to run alone at the end of a run. The chain is read from the keys alone:
+# a tuning opens the fits of its paper on its dataset; an optimum, the fits of its experiment,
+# dataset and model; a preparation, every fit, tuning and optimum on its dataset.
+def _longest_waiting():
+    """(kind, key) -> estimated seconds of the longest job that waits for it."""
+    after = defaultdict(float)
+
+    def wait(kind, key, seconds):
+        after[kind, key] = max(after[kind, key], seconds)
+
+    seconds = CLUSTER["seconds"]
+    for key, (fit, _) in seconds.get("fit", {}).items():
+        paper, experiment, dataset, model = key.split("/")[:4]
+        wait("tuning", f"{paper}/{dataset}", fit)
+        wait("optimum", f"{paper}/{experiment}/{dataset}/{model}", fit)
+        wait("data", dataset, fit)
+    for key, (own, _) in seconds.get("tuning", {}).items():
+        paper, dataset = key.split("/")
+        wait("data", dataset, own + after["tuning", key])
+    for key, (own, _) in seconds.get("optimum", {}).items():
+        parts = key.split("/")
+        wait("data", parts[2], own + after["optimum", "/".join(parts[:4])])
+    return dict(after)
+
+
+LONGEST_WAITING = _longest_waiting()
+
+
+def chain_priority(kind):
+    """A rule's priority: estimated seconds of the longest chain of work its job opens."""
+
+    def priority(wildcards):
+        key = {
+            "tuning": lambda: f"{wildcards.paper}/{wildcards.dataset}",
+            "optimum": lambda: "/".join(cluster_key(wildcards).split("/")[:4]),
+            "data": lambda: wildcards.dataset,
+        }.get(kind, lambda: None)()
+        # a key the table does not list (another configuration's) opens a chain as long as the
+        # longest fit, as an unlisted fit is sized as the longest (_cluster_row)
+        waiting = LONGEST_WAITING.get((kind, key), CLUSTER["kinds"]["fit"]["seconds"]) if key else 0
+        return round(cluster_seconds(kind, wildcards) + waiting)
+
+    return priority
 
 
 def cluster_resources(kind):

@@ -34,6 +34,7 @@ rule prepare:
         "logs/prepare/{dataset}/{profile}.log",
     benchmark:
         "benchmarks/out/prepare/{dataset}/{profile}.tsv"
+    priority: chain_priority("data")
     group:
         cluster_group("data")
     conda:

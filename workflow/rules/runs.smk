@@ -21,6 +21,7 @@ checkpoint tune:
         f"{OUT}logs/tune/{{paper}}/{{dataset}}.log",
     benchmark:
         f"{OUT}benchmarks/out/tune/{{paper}}/{{dataset}}.tsv"
+    priority: chain_priority("tuning")
     conda:
         "../envs/dperm.yaml"
     threads: 1
@@ -46,6 +47,7 @@ rule optimum:
         f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.log",
     benchmark:
         f"{OUT}benchmarks/out/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}.tsv"
+    priority: chain_priority("optimum")
     group:
         cluster_group("optimum")
     conda:
