@@ -748,7 +748,7 @@ def chain_priority(kind):
     def priority(wildcards):
         key = {
             "tuning": lambda: f"{wildcards.paper}/{wildcards.dataset}",
-            "optimum": lambda: "/".join(cluster_key(wildcards).split("/")[:4]),
+            "optimum": lambda: f"{wildcards.paper}/{wildcards.experiment}/{wildcards.dataset}/{wildcards.model}",
             "data": lambda: wildcards.dataset,
         }.get(kind, lambda: None)()
         # a key the table does not list (another configuration's) opens a chain as long as the
