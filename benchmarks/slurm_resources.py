@@ -5,7 +5,9 @@
         --seconds 'fit:kang/fig/kddcup99/mlp/dp-gd-filter=480' ... > workflow/cluster.yaml
 
 Every job with a `benchmark:` directive leaves a Snakemake benchmark file (s, max_rss, cpu_time, ...)
-under benchmarks/out/. From those of the runs given:
+under benchmarks/out/, and the heavy ones (fits, tunings, optima, audit subjects) their own
+getrusage CPU time and peak memory beside their output (`*.usage.json`), which is read instead
+where it exists (the benchmark files sample CPU time and undercount). From those of the runs given:
 
 * per kind of job (workflow/rules/common.smk: cluster_resources), the memory to ask for: the largest
   max_rss measured (or documented, DOCUMENTED_PEAK_MB), times MEMORY_MARGIN; the threads are 1
@@ -32,6 +34,7 @@ import argparse
 import csv
 import datetime
 import fnmatch
+import json
 import math
 import subprocess
 import sys
@@ -70,8 +73,28 @@ def kind_and_key(path: Path) -> tuple[str, str]:
     return {"runs": "cut", "summaries": "summary", "prepare": "data"}.get(top, "product"), ""
 
 
+# Where a benchmark file's job writes its own getrusage figures (``--usage``, dperm.cli), relative
+# to the run's directory: benchmarks/out/<top>/<rest>.tsv -> <usage>/<rest>.usage.json.
+USAGE_DIRS = {"jobs": "results/jobs", "tune": "results/tuning", "optimum": "results/optima",
+              "audit": "results/audit/subjects"}
+
+
+def usage_of(root: Path, tsv: Path) -> dict | None:
+    """The job's own CPU time and peak memory (its ``*.usage.json``) for a benchmark file under
+    ``root`` (a run's benchmarks/out), or None when the job wrote none (cuts, reports, older runs).
+    Snakemake's benchmark files sample CPU time (every 0.5 s, then every 30 s): they undercount
+    long jobs' tails and most short jobs, so the job's own figure wins where there is one."""
+    rel = tsv.relative_to(root)
+    top = USAGE_DIRS.get(rel.parts[0])
+    if top is None:
+        return None
+    path = root.parent.parent / top / Path(*rel.parts[1:]).with_suffix(".usage.json")
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def read_runs(specs: list[str]) -> dict[str, list[dict]]:
-    """label=dir -> rows (kind, key, s, max_rss, cpu)."""
+    """label=dir -> rows (kind, key, s, max_rss, cpu): the jobs' own getrusage figures where they
+    wrote them (:func:`usage_of`), else their benchmark file's."""
     rows = defaultdict(list)
     for spec in specs:
         label, root = spec.split("=", 1)
@@ -82,8 +105,11 @@ def read_runs(specs: list[str]) -> dict[str, list[dict]]:
                 continue
             kind, key = kind_and_key(tsv.relative_to(root))
             last = data[-1]
-            rows[label].append({"kind": kind, "key": key, "s": float(last["s"]),
-                                "max_rss": _number(last.get("max_rss")), "cpu": _number(last.get("cpu_time"))})
+            row = {"kind": kind, "key": key, "s": float(last["s"]),
+                   "max_rss": _number(last.get("max_rss")), "cpu": _number(last.get("cpu_time"))}
+            if (usage := usage_of(Path(root), tsv)) is not None:
+                row.update(s=usage["wall_s"], max_rss=usage["max_rss_mb"], cpu=usage["cpu_s"])
+            rows[label].append(row)
     return rows
 
 

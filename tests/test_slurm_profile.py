@@ -106,3 +106,25 @@ def test_profile_sets_no_site_resources():
     """Account and partition are the user's (README); a profile list would be replaced whole by
     any --default-resources on the command line, and the jobs' sizes would go with it."""
     assert "default-resources" not in PROFILE and "set-resources" not in PROFILE
+
+
+def test_a_job_s_own_usage_wins_over_its_sampled_benchmark(tmp_path):
+    """benchmarks/slurm_resources.py sizes jobs from their *.usage.json (getrusage) where they wrote
+    one: Snakemake's benchmark files sample CPU time and undercount."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("slurm_resources", REPO / "benchmarks" / "slurm_resources.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "benchmarks" / "out"
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for rel in ("jobs/p/e/adult/lr/dp-sgd.tsv", "jobs/p/e/adult/lr/majority.tsv", "summaries/p/x.tsv"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(header + "100.0\t0:01:40\t50\t0\t0\t0\t0\t0\t60\t60.0\n")
+    usage = tmp_path / "results" / "jobs" / "p" / "e" / "adult" / "lr" / "dp-sgd.usage.json"
+    usage.parent.mkdir(parents=True)
+    usage.write_text(json.dumps({"cpu_s": 97.5, "wall_s": 99.0, "max_rss_mb": 80.0}))
+    rows = {r["key"]: r for r in module.read_runs([f"run={out}"])["run"]}
+    assert (rows["p/e/adult/lr/dp-sgd"]["cpu"], rows["p/e/adult/lr/dp-sgd"]["max_rss"]) == (97.5, 80.0)
+    assert rows["p/e/adult/lr/majority"]["cpu"] == 60.0 and rows[""]["cpu"] == 60.0
