@@ -108,9 +108,18 @@ def parse(listing: str) -> list[Job]:
 
 
 def dependencies(jobs: list[Job]) -> dict[int, set[int]]:
-    """jobid -> jobids of the jobs that write its inputs."""
+    """jobid -> jobids of the jobs that write its inputs. A fit that waits for the tuning
+    checkpoint has no inputs yet (``<TBD>`` until the checkpoint has run): it depends on its
+    paper's tuning of its dataset and on its dataset's preparations."""
     writer = {path: job.jobid for job in jobs for path in job.outputs}
-    return {job.jobid: {writer[p] for p in job.inputs if p in writer} for job in jobs}
+    deps = {job.jobid: {writer[p] for p in job.inputs if p in writer} for job in jobs}
+    gates = [job for job in jobs if job.rule in ("tune", "prepare")]
+    for job in jobs:
+        if "<TBD>" in job.inputs:
+            mine = job.wildcards.get("paper"), job.wildcards.get("dataset")
+            deps[job.jobid] |= {g.jobid for g in gates if g.wildcards.get("dataset") == mine[1]
+                                and g.wildcards.get("paper", mine[0]) == mine[0]}
+    return deps
 
 
 def key_of(job: Job) -> tuple[str, str] | None:

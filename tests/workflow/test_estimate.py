@@ -122,3 +122,17 @@ def test_jobs_start_longest_chain_first():
     listed = [job for job in jobs if job.runs and job.rule != "prepare" and job_seconds(sizes, job)[1] == "listed"]
     first = max(listed, key=lambda job: job.priority)
     assert (first.rule, first.wildcards) == ("tune", {"paper": "lee2018", "dataset": "kddcup99"})
+
+
+def test_a_fit_waiting_for_the_tuning_checkpoint_depends_on_it():
+    """Its inputs are <TBD> until the checkpoint has run; without the edge the critical path
+    would leave the tuning out."""
+    tune = Job(jobid=5, rule="tune", local=False, outputs=["results/tuning/p/kddcup99.json"],
+               wildcards={"paper": "p", "dataset": "kddcup99"})
+    other = Job(jobid=6, rule="tune", local=False, outputs=["results/tuning/q/kddcup99.json"],
+                wildcards={"paper": "q", "dataset": "kddcup99"})
+    prep = Job(jobid=7, rule="prepare", local=False, outputs=["resources/prepared/kddcup99/default.npz"],
+               wildcards={"dataset": "kddcup99", "profile": "default"})
+    fit = Job(jobid=8, rule="run_job", local=False, inputs=["<TBD>"], outputs=["results/jobs/p/e/kddcup99/lr/x.csv"],
+              wildcards={"paper": "p", "experiment": "e", "dataset": "kddcup99", "model": "lr", "algorithm": "x"})
+    assert dependencies([tune, other, prep, fit])[8] == {5, 7}
