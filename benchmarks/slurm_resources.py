@@ -64,6 +64,8 @@ def kind_and_key(path: Path) -> tuple[str, str]:
     top = parts.pop(0)
     if top == "jobs":  # jobs/paper/experiment/dataset/model/algorithm
         return "fit", "/".join(parts)
+    if top == "parts":  # parts/paper/experiment/dataset/model/algorithm/part<k>
+        return "fit", "/".join([*parts[:-1], parts[-1].removeprefix("part")])
     if top == "optimum":  # optimum/paper/experiment/dataset/model/profile/l2-<l2>
         return "optimum", "/".join([*parts[:-1], parts[-1].removeprefix("l2-")])
     if top == "tune":  # tune/paper/dataset
@@ -75,7 +77,7 @@ def kind_and_key(path: Path) -> tuple[str, str]:
 
 # Where a benchmark file's job writes its own getrusage figures (``--usage``, dperm.cli), relative
 # to the run's directory: benchmarks/out/<top>/<rest>.tsv -> <usage>/<rest>.usage.json.
-USAGE_DIRS = {"jobs": "results/jobs", "tune": "results/tuning", "optimum": "results/optima",
+USAGE_DIRS = {"jobs": "results/jobs", "parts": "results/parts", "tune": "results/tuning", "optimum": "results/optima",
               "audit": "results/audit/subjects"}
 
 
@@ -203,6 +205,10 @@ def main() -> None:
     for pattern, _ in budgets:
         paper_factor[pattern.split(":", 1)[1].split("/")[0]].append(factor[pattern])
 
+    # A part of a split job (config: parts) measured only as the whole job: its share of it.
+    whole = {k: (k[0], k[1].rsplit("/", 1)[0]) for k in keys if k[0] == "fit" and k[1].count("/") == 5}
+    shares = {k: sum(w == whole[k] for w in whole.values()) for k in whole}
+
     seconds, source = {}, {}
     for k in keys:
         label = f"{k[0]}:{k[1]}"
@@ -211,6 +217,9 @@ def main() -> None:
             value, how = documented, "documented per job (docs/performance.md)"
         elif k in measured_full:
             value, how = measured_full[k], "measured (full protocol)"
+        elif k in whole and whole[k] in measured_full:
+            value = measured_full[whole[k]] / shares[k]
+            how = f"measured (full protocol) as one job, 1/{shares[k]} of it"
         elif raw[k] is not None:
             if budget_of[k]:
                 f, how = factor[budget_of[k]], f"scaled x{factor[budget_of[k]]:.1f} ({budget_of[k]})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -128,3 +129,5 @@ def test_a_job_s_own_usage_wins_over_its_sampled_benchmark(tmp_path):
     rows = {r["key"]: r for r in module.read_runs([f"run={out}"])["run"]}
     assert (rows["p/e/adult/lr/dp-sgd"]["cpu"], rows["p/e/adult/lr/dp-sgd"]["max_rss"]) == (97.5, 80.0)
     assert rows["p/e/adult/lr/majority"]["cpu"] == 60.0 and rows[""]["cpu"] == 60.0
+    # a part of a split job is keyed as common.smk's cluster_key keys it (the part's number last)
+    assert module.kind_and_key(Path("parts/p/e/adult/lr/dp-agd/part2.tsv")) == ("fit", "p/e/adult/lr/dp-agd/2")

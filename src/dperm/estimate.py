@@ -37,13 +37,14 @@ RULE_KIND = {
     "tune": "tuning",
     "optimum": "optimum",
     "run_job": "fit",
+    "run_part": "fit",
     "cut_cell": "cut",
     "summarise": "summary",
     "audit_subject": "audit",
     "audit_one_run": "audit",
 }
 #: the wildcards that name a job in workflow/cluster.yaml, in order (common.smk's _CLUSTER_ID)
-CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
+CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "part", "profile", "l2", "subject")
 #: rules that cost nothing measurable (a copy from the mirror)
 FREE = {"fetch_raw"}
 

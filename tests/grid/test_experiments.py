@@ -246,3 +246,38 @@ def test_what_does_not_touch_a_result_is_not_in_its_spec(tmp_path):
     changed = _load(tmp_path, other)
     assert (ex.optimum_spec(paper, "e", "wine", "lr", "default", 0.01, 1)
             == ex.optimum_spec(changed, "e", "wine", "lr", "default", 0.01, 1))
+
+
+def test_a_split_job_runs_its_settings_in_interleaved_parts_and_each_cell_once(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["e"]["epsilons"] = [0.1, 0.3, 1.0, 3.0, 10.0]
+    config["experiments"]["e"]["parts"] = {"wine": {"dp-sgd": 2}}
+    paper = _load(tmp_path, config)
+    job = ex.find_job(paper, "e", "wine", "lr", "dp-sgd")
+    assert ex.job_parts(paper, job) == [["0.1", "1", "10"], ["0.3", "3"]]
+    whole = ex.job_specs(paper, job, seed=3)
+    parts = [ex.job_specs(paper, job, seed=3, part=k) for k in (1, 2)]
+    assert sorted(s["epsilon"] for p in parts for s in p) == sorted(s["epsilon"] for s in whole)
+    assert all(s in whole for p in parts for s in p)  # a part's specs are the whole job's, unchanged
+    cell = next(c for c in ex.cells(paper) if c.algorithm == "dp-sgd" and c.epsilon == "3")
+    assert ex.cell_source(paper, cell) == "results/parts/p/e/wine/lr/dp-sgd/part2.csv"
+    other = next(c for c in ex.cells(paper) if c.algorithm == "dp-sgd-long")
+    assert ex.cell_source(paper, other) == other.job.path  # not split: the job's own file
+
+
+@pytest.mark.parametrize("parts, message", [
+    ({"adult": {"dp-sgd": 2}}, r"experiments.e.parts: 'adult' is not one of the experiment's datasets"),
+    ({"wine": {"dp-sdg": 2}}, r"experiments.e.parts.wine: 'dp-sdg' is not one of the experiment's algorithms"),
+    ({"wine": {"nonprivate": 2}}, r"experiments.e.parts.wine.nonprivate: only a private algorithm"),
+    ({"wine": {"dp-sgd": 3}}, r"experiments.e.parts.wine.dp-sgd: 3 parts for 2 privacy settings: at most 2"),
+    ({"wine": {"dp-sgd": 0}}, r"parts.wine.dp-sgd: 0: 0 is less than the minimum of 1"),
+])
+def test_bad_parts_are_refused(tmp_path, parts, message):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["e"]["parts"] = parts
+    with pytest.raises(ConfigError, match=message):
+        _load(tmp_path, config)

@@ -118,6 +118,7 @@ wildcard_constraints:
     experiment="[a-z0-9][a-z0-9-]*",
     model="[a-z0-9][a-z0-9.-]*",
     algorithm="[a-z0-9][a-z0-9.-]*",
+    part="[1-9][0-9]*",
     epsilon=f"inf|T[0-9]+|{NUMERIC_EPSILON}",
     l2=f"0|{NUMERIC_EPSILON}",
 
@@ -195,10 +196,24 @@ def job_of(wildcards):
 
 
 def job_specs(wildcards):
-    """The job's cell specs as JSON: a function of the configuration only (never of ``input``,
-    which Snakemake leaves out of its rerun check), so every value that fixes a result reruns it."""
-    job = job_of(wildcards)
-    return grid.dumps(grid.job_specs(paper_of(wildcards), job, config["seed"]))
+    """The job's (or one part's) cell specs as JSON: a function of the configuration only (never
+    of ``input``, which Snakemake leaves out of its rerun check), so every value that fixes a
+    result reruns it. A job its experiment splits (``parts``) runs only as its parts."""
+    paper, job = paper_of(wildcards), job_of(wildcards)
+    parts = len(grid.job_parts(paper, job))
+    part = int(wildcards.part) if "part" in wildcards.keys() else None
+    if part is None and parts > 1:
+        raise WorkflowError(
+            f"{OUT}{job.path}: {job.paper}/{job.experiment} splits this job into {parts} parts "
+            f"(parts: in config/papers/{job.paper}.yaml); ask for its cells or "
+            + ", ".join(f"{OUT}{job.part_path(k)}" for k in range(1, parts + 1))
+        )
+    if part is not None and not 1 <= part <= parts:
+        raise WorkflowError(
+            f"{OUT}{job.part_path(part)}: the job has {parts} part(s) "
+            f"(parts: in config/papers/{job.paper}.yaml)"
+        )
+    return grid.dumps(grid.job_specs(paper, job, config["seed"], part=part))
 
 
 def job_code(wildcards):
@@ -270,7 +285,7 @@ def cell_job(wildcards):
             f"{job.paper}/{job.experiment} runs {job.algorithm} on {job.dataset}/{job.model} at {settings} "
             f"(config/papers/{job.paper}.yaml)"
         )
-    return f"{OUT}{job.path}"
+    return f"{OUT}{grid.cell_source(paper_of(wildcards), grid.Cell(*vars(job).values(), wildcards.epsilon))}"
 
 
 def experiment_cells(paper, experiment):
@@ -646,7 +661,17 @@ CLUSTER_GROUPS = {
     "audit": "batched",
 }
 # The wildcards that name a job in workflow/cluster.yaml and in its group id, in this order.
-_CLUSTER_ID = ("paper", "experiment", "dataset", "model", "algorithm", "profile", "l2", "subject")
+_CLUSTER_ID = (
+    "paper",
+    "experiment",
+    "dataset",
+    "model",
+    "algorithm",
+    "part",
+    "profile",
+    "l2",
+    "subject",
+)
 
 
 def _cluster_names(wildcards):
@@ -683,12 +708,30 @@ def _cluster_batch(group_id, stem):
     return group_id
 
 
+class _Names(dict):
+    """Wildcards built here (a dict read as Snakemake's, by key or attribute)."""
+
+    __getattr__ = dict.__getitem__
+
+
+def _fit_names(wildcards):
+    """The wildcards of the fit a cell is cut from: its job's, with the part that holds the cell
+    when the job is split (``parts``)."""
+    names = _Names((k, v) for k, v in wildcards.items() if k != "epsilon")
+    parts = grid.job_parts(paper_of(wildcards), job_of(wildcards))
+    if len(parts) > 1:
+        names["part"] = str(next(k for k, p in enumerate(parts, 1) if wildcards.epsilon in p))
+    return names
+
+
 def cluster_group(kind, **values):
     """The group of a rule's jobs (a function of their wildcards). ``values`` fill what the rule
     has no wildcard for, e.g. cluster_group("product", paper=name) in a rule made per product."""
     policy = CLUSTER_GROUPS[kind]
 
     def group(wildcards):
+        if policy == "with-fit":
+            wildcards = _fit_names(wildcards)
         if policy not in ("batched", "with-fit"):
             stem = policy.split("-{")[0]
             try:

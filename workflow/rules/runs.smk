@@ -98,6 +98,18 @@ rule run_job:
         " --data {params.data} {params.tuning} {params.optimum} {params.extra} --out {output.csv}"
 
 
+# A job its experiment splits (`parts`, for the long jobs on the critical path) runs as parts, each
+# the same command on a share of the job's privacy settings; its cells are cut from them.
+use rule run_job as run_part with:
+    output:
+        csv=f"{OUT}results/parts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/part{{part}}.csv",
+        usage=f"{OUT}results/parts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/part{{part}}.usage.json",
+    log:
+        f"{OUT}logs/parts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/part{{part}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/parts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{algorithm}}/part{{part}}.tsv"
+
+
 # Cutting a cell reads one small file: never worth a cluster job of its own. On a cluster it runs
 # in its job's group (cluster_group("cut")), right after the fits, on the same node.
 rule cut_cell:

@@ -52,6 +52,10 @@ class Job:
     def cell_dir(self) -> str:
         return f"results/runs/{self.paper}/{self.experiment}/{self.dataset}/{self.model}/{self.algorithm}"
 
+    def part_path(self, part: int) -> str:
+        """The records of part ``part`` (1, 2, ...) of a job split into processes (:func:`job_parts`)."""
+        return f"{self.cell_dir.replace('results/runs/', 'results/parts/', 1)}/part{part}.csv"
+
 
 def algorithm_spec(paper: Paper, key: str):
     """The registered algorithm (:class:`dperm.algorithms.AlgorithmSpec`) an algorithm key runs."""
@@ -106,6 +110,23 @@ def base_key(paper: Paper, job: Job | Cell) -> str:
 
 def job_settings(paper: Paper, job: Job) -> list[str]:
     return settings(paper, paper.experiments[job.experiment], base_key(paper, job))
+
+
+def job_parts(paper: Paper, job: Job) -> list[list[str]]:
+    """The privacy settings of each process a job runs in: one list, the whole job, unless its
+    experiment splits it (``parts``), then setting i of :func:`job_settings` in part i mod n, so
+    that every part holds small and large ε alike (their costs differ)."""
+    n = paper.experiments[job.experiment].parts.get(job.dataset, {}).get(base_key(paper, job), 1)
+    every = job_settings(paper, job)
+    return [every[k::n] for k in range(n)]
+
+
+def cell_source(paper: Paper, cell: Cell) -> str:
+    """The file a cell is cut from: its job's, or that of the part of its job that holds it."""
+    parts = job_parts(paper, cell.job)
+    if len(parts) == 1:
+        return cell.job.path
+    return cell.job.part_path(next(k for k, part in enumerate(parts, 1) if cell.epsilon in part))
 
 
 def cells(paper: Paper, experiments=None) -> list[Cell]:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from ..protocol.settings import format_epsilon
-from .cells import Cell, Job, algorithm_spec, base_key, experiment_profile, job_settings, sweep_lookup
+from .cells import Cell, Job, algorithm_spec, base_key, experiment_profile, job_parts, job_settings, sweep_lookup
 from .views import Paper
 
 #: keys of an ``algorithms`` entry that are not hyper-parameters
@@ -96,10 +96,11 @@ def _tuning_label(paper: Paper, exp, key: str) -> str:
     return "private" if algorithm_spec(paper, key).private else "n/a"
 
 
-def job_specs(paper: Paper, job: Job, seed: int) -> list[dict]:
+def job_specs(paper: Paper, job: Job, seed: int, part: int | None = None) -> list[dict]:
     """The specs a job runs: one per target ε (a row) or the non-private cell, or for step-count
-    settings one spec, the longest, whose run also releases the shorter ones (``path``)."""
-    settings_ = job_settings(paper, job)
+    settings one spec, the longest, whose run also releases the shorter ones (``path``). ``part``
+    (1, 2, ...): those of one part of a job split into processes (:func:`job_parts`)."""
+    settings_ = job_settings(paper, job) if part is None else job_parts(paper, job)[part - 1]
     steps = sorted(int(s[1:]) for s in settings_ if s.startswith("T"))
     if steps:
         longest = cell_spec(paper, Cell(*vars(job).values(), f"T{steps[-1]}"), seed)

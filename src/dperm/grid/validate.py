@@ -211,6 +211,20 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
         unknown = sorted(set(names) - set(algorithm_spec(paper, key).defaults))
         if unknown:
             _fail(f"{where}.data_derived.{key}", f"{unknown} are not hyper-parameters of {key!r}")
+    for dataset, parts in exp.parts.items():
+        if dataset not in exp.datasets:
+            _fail(f"{where}.parts", f"{dataset!r} is not one of the experiment's datasets {list(exp.datasets)}")
+        for key, n in parts.items():
+            if key not in exp.algorithms:
+                _fail(f"{where}.parts.{dataset}", f"{key!r} is not one of the experiment's algorithms "
+                                                  f"{list(exp.algorithms)}")
+            spec = algorithm_spec(paper, key)
+            if not (spec.private and spec.depends_on_epsilon):
+                _fail(f"{where}.parts.{dataset}.{key}", "only a private algorithm run at target epsilons can be "
+                                                        "split (a step-count path is one run)")
+            count = len(settings(paper, exp, key))
+            if n > count:
+                _fail(f"{where}.parts.{dataset}.{key}", f"{n} parts for {count} privacy settings: at most {count}")
     for dataset in exp.per_dataset:
         if dataset not in exp.datasets:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {list(exp.datasets)}")

@@ -41,6 +41,7 @@ class Experiment:
     delta: float = 0.0
     profile: str = "default"
     priority: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
     default_target: bool = True
     splits_of: str | None = None
     data_derived: dict = field(default_factory=dict)
