@@ -68,6 +68,8 @@ def kind_and_key(path: Path) -> tuple[str, str]:
         return "fit", "/".join([*parts[:-1], parts[-1].removeprefix("part")])
     if top == "optimum":  # optimum/paper/experiment/dataset/model/profile/l2-<l2>
         return "optimum", "/".join([*parts[:-1], parts[-1].removeprefix("l2-")])
+    if top == "starts":  # starts/paper/experiment/dataset/model/profile
+        return "optimum", "/".join(parts)
     if top == "tune":  # tune/paper/dataset
         return "tuning", "/".join(parts)
     if top == "audit":  # audit/subject
@@ -77,8 +79,8 @@ def kind_and_key(path: Path) -> tuple[str, str]:
 
 # Where a benchmark file's job writes its own getrusage figures (``--usage``, dperm.cli), relative
 # to the run's directory: benchmarks/out/<top>/<rest>.tsv -> <usage>/<rest>.usage.json.
-USAGE_DIRS = {"jobs": "results/jobs", "parts": "results/parts", "tune": "results/tuning", "optimum": "results/optima",
-              "audit": "results/audit/subjects"}
+USAGE_DIRS = {"jobs": "results/jobs", "parts": "results/parts", "starts": "results/starts",
+              "tune": "results/tuning", "optimum": "results/optima", "audit": "results/audit/subjects"}
 
 
 def usage_of(root: Path, tsv: Path) -> dict | None:

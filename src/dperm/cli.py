@@ -90,6 +90,11 @@ def _cmd_run_job(args) -> None:
     specs = [apply_tuning(spec, tuned) for spec in specs]
     arrays, _ = load_prepared(args.data)
     optima = pd.read_csv(args.optimum) if args.optimum else None
+    if args.starts:
+        from .algorithms.pidp_sgd import share_starts
+        from .optimum import read_starts
+
+        share_starts(read_starts(args.starts))
     data = {}
     for item in args.extra:
         role, _, path = item.partition("=")
@@ -117,6 +122,18 @@ def _cmd_optimum(args) -> None:
     arrays, _ = load_prepared(args.data)
     table = compute_optima(load_spec(args.spec), arrays, log=log.info)
     write_text_atomic(args.out, table.to_csv(index=False))
+
+
+def _cmd_starts(args) -> None:
+    from .config import load_spec
+    from .datasets.prepare import load_prepared
+    from .optimum import compute_starts, write_starts
+
+    specs = load_spec(args.spec)
+    arrays, _ = load_prepared(args.data)
+    starts = compute_starts(specs if isinstance(specs, list) else [specs], arrays, log=log.info)
+    write_starts(args.out, starts)
+    log.info("%d starts -> %s", len(starts), args.out)
 
 
 def _cmd_summarise(args) -> None:
@@ -348,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="prepared .npz")
     p.add_argument("--tuning", default=None, help="the paper's tuning choices .json (cells that use them)")
     p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")
+    p.add_argument("--starts", default=None, help="start file .npz (dperm starts): theta~ solved once for its jobs")
     p.add_argument("--extra", action="append", default=[],
                    help="<role>=<prepared .npz>: other data the cells' metric hooks read (repeatable)")
     p.add_argument("--out", required=True, help="records .csv")
@@ -364,6 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd_optimum)
+
+    p = sub.add_parser("starts", help="theta~, the non-private start of PIDP-SGD and its control, once per split "
+                                      "for every job that starts from it")
+    p.add_argument("--spec", required=True, help="a JSON list of cell specs (one per job), or @file.json")
+    p.add_argument("--data", required=True, help="prepared .npz")
+    p.add_argument("--out", required=True, help="start file .npz")
+    p.set_defaults(func=_cmd_starts)
 
     p = sub.add_parser("summarise", help="aggregate run records into an experiment summary")
     p.add_argument("records", nargs="+", help="records .csv files")

@@ -36,6 +36,7 @@ RULE_KIND = {
     "prepare": "data",
     "tune": "tuning",
     "optimum": "optimum",
+    "starts": "optimum",
     "run_job": "fit",
     "run_part": "fit",
     "cut_cell": "cut",

@@ -17,9 +17,16 @@ split and the start index: an upper bound on the true minimum, so an opt_gap bel
 run beat them. ``certified`` is false and ``F_gap_bound`` infinite.
 
 One file per (experiment, dataset, model) is shared by every algorithm and ε of that model. The
-solutions themselves can be kept (:func:`write_solutions`, :func:`read_solutions`) for a job whose
-algorithm starts from the split's non-private optimum, so that one solve per split would serve both;
-no rule passes them on yet (PIDP-SGD solves its own start, docs/performance.md).
+solutions themselves can be kept (:func:`write_solutions`, :func:`read_solutions`); no rule passes
+them on: the certified optimum and PIDP-SGD's start solve different problems (F, against
+F + (shift/2)‖θ‖² from one public initialisation).
+
+**Starts** (:func:`compute_starts`): θ̃, the non-private solve PIDP-SGD and its control start from
+(``start: nonprivate``), once per training split for every job of an (experiment, dataset, model)
+that starts from it, instead of once in each job: a start file (.npz) keyed by
+:func:`dperm.algorithms.pidp_sgd.start_key`, which the jobs read (``run-job --starts``). A job
+whose start the file does not hold (e.g. a tuned shift) solves it itself; either way the same
+computation on the same data gives the same θ̃, so the records do not change.
 """
 
 from __future__ import annotations
@@ -138,3 +145,50 @@ def read_solutions(path) -> dict:
             fold, repeat = key.removeprefix("fold").split("_repeat")
             out[(int(fold), int(repeat))] = npz[key]
     return out
+
+
+def needs_start(spec: dict) -> bool:
+    """Whether a cell starts from θ̃, a non-private solve of each training split (module docstring)."""
+    from .algorithms import get_algorithm
+
+    defaults = get_algorithm(spec["algorithm"]).defaults
+    return "start" in defaults and {**defaults, **(spec.get("hyper") or {})}["start"] == "nonprivate"
+
+
+def compute_starts(specs: list[dict], arrays: dict, log=None) -> dict:
+    """{start key: θ̃} for every training split of every spec that :func:`needs_start`, each
+    solved once (the jobs of these specs would each solve them: module docstring)."""
+    from .algorithms import get_algorithm
+    from .algorithms.pidp_sgd import start_key, start_point
+    from .protocol.runner import _train_problem
+
+    out, folds = {}, {}
+    for spec in filter(needs_start, specs):
+        hyper = {**get_algorithm(spec["algorithm"]).defaults, **(spec.get("hyper") or {})}
+        shift, iterations = hyper["start_shift"], hyper["start_iterations"]
+        full = build_problem(spec, arrays)
+        for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
+            train = _train_problem(full, split, folds, (split_seed(spec), repr(spec["protocol"]), split.fold,
+                                                        split.repeat))
+            key = start_key(train, shift, iterations)
+            if key not in out:
+                out[key] = start_point(train, start="nonprivate", shift=shift, start_iterations=iterations)
+                if log is not None:
+                    log(f"start of {spec.get('cell_algorithm', spec['algorithm'])} fold {split.fold} repeat "
+                        f"{split.repeat} (shift {shift}, at most {iterations} iterations): |theta~| = "
+                        f"{np.linalg.norm(out[key]):.6g}")
+    return out
+
+
+def write_starts(path, starts: dict) -> None:
+    """:func:`compute_starts`' θ̃ as one .npz (written whole or not at all)."""
+    import os
+
+    tmp = f"{path}.tmp.npz"
+    np.savez(tmp, **starts)
+    os.replace(tmp, path)
+
+
+def read_starts(path) -> dict:
+    with np.load(path) as npz:
+        return {key: npz[key] for key in npz.files}

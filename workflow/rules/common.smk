@@ -1,6 +1,7 @@
 # Validation, wildcard constraints and path helpers. No rules here, and no paper named: a paper's
 # knowledge lives in its package (src/dperm/papers/<paper>/), whose declared products
 # rules/products.smk turns into rules.
+import functools
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
+from dperm.optimum import needs_start
 from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_spec
 from dperm.report.products import Reads
 
@@ -61,6 +63,9 @@ CODE = {
     ),
     "prepare": source_fingerprint("datasets", "files"),
     "optimum": source_fingerprint("optimum", "protocol", "losses", "problem", "solvers"),
+    "starts": source_fingerprint(
+        "optimum", "protocol", "losses", "problem", "solvers", "algorithms/pidp_sgd"
+    ),
     "report": source_fingerprint("report", "records"),
 }
 
@@ -239,9 +244,43 @@ def job_inputs(wildcards):
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     if grid.solves_optimum(paper, wildcards.model):
         inputs["optimum"] = f"{OUT}{grid.optimum_path(grid.apply_tuning(spec, tuned))}"
+    if len(start_specs(paper.key, job.experiment, job.dataset, job.model, spec["profile"])) > 1:
+        inputs["starts"] = (
+            f"{OUT}results/starts/{job.paper}/{job.experiment}/{job.dataset}/{job.model}/{spec['profile']}.npz"
+        )
     for role, (dataset, profile) in metric_hooks.data_needs(spec).items():
         inputs[f"extra_{role}"] = prepared(dataset, profile)
     return inputs
+
+
+@functools.cache
+def start_specs(paper, experiment, dataset, model, profile):
+    """The first cell spec of each job of (experiment, dataset, model), on data of ``profile``,
+    that starts from theta~ (dperm.optimum.compute_starts): when two or more do, rule starts
+    solves it once per split for them all."""
+    specs = (
+        grid.job_specs(PAPERS[paper], job, config["seed"])[0]
+        for job in grid.jobs(PAPERS[paper], [experiment])
+        if (job.dataset, job.model) == (dataset, model)
+    )
+    return [s for s in specs if s["profile"] == profile and needs_start(s)]
+
+
+def starts_spec(wildcards):
+    specs = start_specs(
+        wildcards.paper,
+        wildcards.experiment,
+        wildcards.dataset,
+        wildcards.model,
+        wildcards.profile,
+    )
+    if len(specs) < 2:
+        raise WorkflowError(
+            f"{wildcards.paper}/{wildcards.experiment} has {len(specs)} job(s) on "
+            f"{wildcards.dataset}/{wildcards.model} ({wildcards.profile}) that start from theta~: "
+            "no start file to share"
+        )
+    return grid.dumps(specs)
 
 
 def extra_data(wildcards, input):

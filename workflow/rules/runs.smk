@@ -63,6 +63,35 @@ rule optimum:
         " --spec {params.spec:q} --data {input.data} --out {output.csv}"
 
 
+rule starts:
+    """theta~, the non-private start of PIDP-SGD and its control, once per training split for
+    every job of an (experiment, dataset, model) that starts from it (dperm.optimum.compute_starts).
+    """
+    input:
+        data="resources/prepared/{dataset}/{profile}.npz",
+    output:
+        npz=f"{OUT}results/starts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}.npz",
+        usage=f"{OUT}results/starts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}.usage.json",
+    log:
+        f"{OUT}logs/starts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/starts/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}.tsv"
+    priority: chain_priority("optimum")
+    group:
+        cluster_group("optimum")
+    conda:
+        "../envs/dperm.yaml"
+    threads: 1
+    resources:
+        **cluster_resources("optimum"),
+    params:
+        spec=starts_spec,
+        code=CODE["starts"],
+    shell:
+        "python -m dperm --threads {threads} --log {log} --usage {output.usage} starts"
+        " --spec {params.spec:q} --data {input.data} --out {output.npz}"
+
+
 rule run_job:
     """The cells of one (experiment, dataset, model, algorithm) in one process: every target ε
     of a row (DP-AGD fits them together), every step count of a path (one run, released along
@@ -90,12 +119,13 @@ rule run_job:
         data=data_param,
         tuning=option("tuning"),
         optimum=option("optimum"),
+        starts=option("starts"),
         extra=extra_data,
         code=job_code,
     shell:
         # the log file gets everything; the terminal, the job's progress (fits done, time left)
         "python -m dperm --threads {threads} --log {log} --usage {output.usage} run-job --spec {params.specs:q}"
-        " --data {params.data} {params.tuning} {params.optimum} {params.extra} --out {output.csv}"
+        " --data {params.data} {params.tuning} {params.optimum} {params.starts} {params.extra} --out {output.csv}"
 
 
 # A job its experiment splits (`parts`, for the long jobs on the critical path) runs as parts, each

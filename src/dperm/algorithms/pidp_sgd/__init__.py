@@ -72,7 +72,17 @@ from ..audit_worst_case import PUSH_AT_CLIP, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import ANY, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_INT, finite_epsilon, one_of, positive_delta
 from ..registry import register
-from .chains import GLMModel, InfluenceTest, MLPModel, make_model, project, run_chains, start_point
+from .chains import (
+    GLMModel,
+    InfluenceTest,
+    MLPModel,
+    make_model,
+    project,
+    run_chains,
+    share_starts,
+    start_key,
+    start_point,
+)
 from .noise_test import (
     ZETA_READINGS,
     contribution_noise,
@@ -86,7 +96,7 @@ from .noise_test import (
 # the names the tests and the Kang plugin use
 _GLMModel, _MLPModel = GLMModel, MLPModel
 __all__ = ["ZETA_READINGS", "contribution_noise", "error_bound", "fit_pidp_sgd_reference", "noise_free_probability",
-           "noise_free_test", "noise_free_threshold", "start_point", "zeta_value"]
+           "noise_free_test", "noise_free_threshold", "share_starts", "start_key", "start_point", "zeta_value"]
 
 
 def _check(steps, rounds, learning_rate, clip, radius, hessian_shift, test_share, zeta):

@@ -27,6 +27,7 @@ from .noise_test import noise_free_probability, noise_free_test
 
 _STARTS: dict = {}
 _STARTS_KEPT = 8
+_SHARED: dict = {}  # θ̃ solved once for several jobs (dperm.optimum.compute_starts), by start_key
 _CHUNK = 256
 
 
@@ -36,6 +37,18 @@ def _digest(problem, *extra) -> str:
     h.update(np.ascontiguousarray(problem.y).view(np.uint8))
     h.update(repr((type(problem.loss).__name__, sorted(vars(problem.loss).items()), problem.l2, extra)).encode())
     return h.hexdigest()
+
+
+def start_key(problem, shift: float, start_iterations: int) -> str:
+    """What fixes θ̃ (``start: nonprivate``): the training rows and labels, the loss, λ, the shift
+    and the iteration cap."""
+    return _digest(problem, shift, start_iterations)
+
+
+def share_starts(starts: dict) -> None:
+    """θ̃ by :func:`start_key`, solved by another process (a start file): :func:`start_point`
+    returns them instead of solving again. A start it does not find there it solves itself."""
+    _SHARED.update(starts)
 
 
 def start_point(problem, *, start: str, shift: float, start_iterations: int) -> np.ndarray:
@@ -48,7 +61,9 @@ def start_point(problem, *, start: str, shift: float, start_iterations: int) -> 
         return np.zeros(problem.p)
     if start != "nonprivate":
         raise ValueError(f"start must be 'nonprivate' or 'zero'; got start={start!r}")
-    key = _digest(problem, shift, start_iterations)
+    key = start_key(problem, shift, start_iterations)
+    if key in _SHARED:
+        return _SHARED[key].copy()
     if key not in _STARTS:
         shifted = _shifted(problem, shift)
         if isinstance(problem.loss, MLP):
