@@ -17,9 +17,8 @@ split and the start index: an upper bound on the true minimum, so an opt_gap bel
 run beat them. ``certified`` is false and ``F_gap_bound`` infinite.
 
 One file per (experiment, dataset, model) is shared by every algorithm and ε of that model. The
-solutions themselves can be kept (:func:`write_solutions`, :func:`read_solutions`); no rule passes
-them on: the certified optimum and PIDP-SGD's start solve different problems (F, against
-F + (shift/2)‖θ‖² from one public initialisation).
+solutions are not kept: the certified optimum and PIDP-SGD's start solve different problems (F
+from seeded draws, against F + (shift/2)‖θ‖² from one public initialisation).
 
 **Starts** (:func:`compute_starts`): θ̃, the non-private solve PIDP-SGD and its control start from
 (``start: nonprivate``), once per training split for every job of an (experiment, dataset, model)
@@ -68,23 +67,18 @@ def _solve(problem, gtol: float, x0=None):
     return float(res.fun), float(res.gap_bound), float(res.grad_norm), res.x
 
 
-def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None,
-                   solutions: dict | None = None) -> pd.DataFrame:
-    """One row per split of ``spec``'s protocol (module docstring). ``solutions``, when given, is
-    filled with {(fold, repeat): the solution θ̂ of the row} (the minimiser of F, or the best
-    multi-start point): :func:`write_solutions` keeps them for the jobs that start from them."""
+def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd.DataFrame:
+    """One row per split of ``spec``'s protocol (module docstring)."""
     full = build_problem(spec, arrays)
     if not getattr(full.loss, "convex", False):
         if "multistart" not in spec:
             raise ValueError(f"loss {spec['model']['loss']!r} is not convex: no certified optimum exists "
                              "(a paper may ask for multi-start solves: optimum.multistart)")
-        return _multistart_optima(spec, full, log, solutions)
+        return _multistart_optima(spec, full, log)
     rows = []
     for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
         train = full.subset(split.train)
         F_star, F_bound, F_grad, w_hat = _solve(train, gtol)
-        if solutions is not None:
-            solutions[(split.fold, split.repeat)] = w_hat
         if not spec.get("unregularised", True):
             L_star = L_grad = float("nan")
         elif train.l2 > 0:  # the unregularised minimum, from the regularised one
@@ -103,7 +97,7 @@ def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None,
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _multistart_optima(spec: dict, full, log=None, solutions: dict | None = None) -> pd.DataFrame:
+def _multistart_optima(spec: dict, full, log=None) -> pd.DataFrame:
     """Best of ``multistart.starts`` L-BFGS solves per split (module docstring)."""
     from .protocol.seeds import derive_seed
 
@@ -120,8 +114,6 @@ def _multistart_optima(spec: dict, full, log=None, solutions: dict | None = None
             L = float(train.loss.value(res.x, train.X, train.y))
             if F < best_F:
                 best_F, best_g = F, float(res.grad_norm)
-                if solutions is not None:
-                    solutions[(split.fold, split.repeat)] = res.x
             best_L = min(best_L, L)
             if log is not None:
                 log(f"multistart fold {split.fold} repeat {split.repeat} start {start}: F={F:.6g}, L={L:.6g}, "
@@ -129,22 +121,6 @@ def _multistart_optima(spec: dict, full, log=None, solutions: dict | None = None
         rows.append({"fold": split.fold, "repeat": split.repeat, "F_star": best_F, "F_gap_bound": np.inf,
                      "F_grad_norm": best_g, "L_star": best_L, "L_grad_norm": np.nan, "certified": False})
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def write_solutions(path, solutions: dict) -> None:
-    """The solutions of :func:`compute_optima` as one .npz, a ``fold<f>_repeat<r>`` array per split."""
-    np.savez(path, **{f"fold{fold}_repeat{repeat}": np.asarray(w, dtype=float)
-                      for (fold, repeat), w in sorted(solutions.items())})
-
-
-def read_solutions(path) -> dict:
-    """{(fold, repeat): θ̂} from :func:`write_solutions`' file."""
-    out = {}
-    with np.load(path) as npz:
-        for key in npz.files:
-            fold, repeat = key.removeprefix("fold").split("_repeat")
-            out[(int(fold), int(repeat))] = npz[key]
-    return out
 
 
 def needs_start(spec: dict) -> bool:

@@ -110,32 +110,3 @@ def test_multistart_optimum_of_a_non_convex_model_is_the_best_of_its_starts():
     assert len(three) == 2 and not three["certified"].any()
     assert (three["L_star"] <= one["L_star"] + 1e-12).all()  # start 0 is the same solve
     assert three.equals(again)
-
-
-@pytest.mark.parametrize("model", [{"loss": "logistic", "l2": 1e-3},
-                                   {"loss": "mlp", "loss_params": {"hidden": 3}, "l2": 0.0,
-                                    "multistart": {"starts": 2, "iterations": 20}}], ids=["lr", "mlp"])
-def test_optimum_solutions_are_kept_per_split(model, tmp_path):
-    """compute_optima can keep each split's solution (the point whose F is F*), written to and
-    read back from one file (no rule passes them to a job yet: docs/performance.md)."""
-    from dperm.optimum import compute_optima, read_solutions, write_solutions
-    from dperm.protocol.runner import build_problem
-    from dperm.protocol.seeds import split_seed
-    from dperm.protocol.splits import make_splits
-
-    X, y = _data(n=200, p=4, seed=6)
-    arrays = {"X": X, "ypm": y, "y01": (y > 0).astype(float)}
-    spec = {"model": {k: v for k, v in model.items() if k != "multistart"},
-            "protocol": {"kind": "holdout", "test_fraction": 0.2, "repeats": 2}, "paper": "t", "experiment": "t",
-            "dataset": "t", "seed": 5, **({"multistart": model["multistart"]} if "multistart" in model else {})}
-    solutions = {}
-    table = compute_optima(spec, arrays, solutions=solutions)
-    write_solutions(tmp_path / "solutions.npz", solutions)
-    back = read_solutions(tmp_path / "solutions.npz")
-    full = build_problem(spec, arrays)
-    splits = make_splits(spec["protocol"], full.n, split_seed(spec))
-    assert sorted(back) == sorted((s.fold, s.repeat) for s in splits) == sorted(solutions)
-    for split, row in zip(splits, table.itertuples()):
-        train = full.subset(split.train)
-        np.testing.assert_array_equal(back[(split.fold, split.repeat)], solutions[(split.fold, split.repeat)])
-        assert float(train.value(back[(split.fold, split.repeat)])) == pytest.approx(row.F_star, rel=1e-12)
