@@ -287,10 +287,22 @@ def test_descent_path_reuse_gives_the_fresh_iterate():
 
     problem = _problem()
     outpert._PATHS.clear()
-    for steps in (5, 12, 30, 7):  # extend, extend, then shorter than the cached path
-        w, seconds = outpert.gd_endpoint(problem, steps, 0.5)
-        fresh = solvers.gradient_descent(problem, np.zeros(problem.p), step=0.5, n_iter=steps).x
-        np.testing.assert_allclose(w, fresh, rtol=1e-12, atol=1e-14)
-        assert seconds > 0
+    calls = []
+    real = solvers.gradient_descent
+
+    def counted(*args, n_iter, **kwargs):
+        calls.append(n_iter)
+        return real(*args, n_iter=n_iter, **kwargs)
+
+    outpert.solvers.gradient_descent = counted
+    try:
+        for steps in (5, 12, 30, 7, 30, 12):  # extend, extend, between two kept T, then kept ones
+            w, seconds = outpert.gd_endpoint(problem, steps, 0.5)
+            fresh = real(problem, np.zeros(problem.p), step=0.5, n_iter=steps).x
+            np.testing.assert_array_equal(w, fresh)  # continued, never approximated: bit for bit
+            assert seconds > 0
+    finally:
+        outpert.solvers.gradient_descent = real
+    assert calls == [5, 7, 18, 2]  # each step of the longest path once: 5 + 7 + 18, and 5 -> 7
     w2, _ = outpert.gd_endpoint(problem, 30, 0.25)  # another step size is another path
     assert not np.allclose(w2, outpert.gd_endpoint(problem, 30, 0.5)[0])

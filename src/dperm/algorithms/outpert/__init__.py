@@ -62,8 +62,8 @@ from ..domains import POSITIVE, POSITIVE_INT, UNIT, finite_epsilon, one_of, opti
 from ..registry import register, register_variant
 from . import theory
 
-_PATHS: dict = {}  # (problem digest, η) -> (steps done, w, seconds spent): see gd_endpoint
-_PATHS_KEPT = 16
+_PATHS: dict = {}  # (problem digest, η) -> {T: (w_T, seconds of T steps)}: see gd_endpoint
+_PATHS_KEPT = 256  # paths (least recently used dropped first), each a few vectors of the model's size
 
 
 def _digest(problem) -> str:
@@ -83,21 +83,23 @@ def gd_endpoint(problem, steps: int, learning_rate: float):
     """(w_T, seconds the T steps take) of fixed-step GD on F from w_0 = 0.
 
     GD is deterministic, so within one process the path for identical (data, loss, λ, η) is kept
-    and extended from the longest T already computed: the tuning grid asks for several T and ε
-    on the same fold. A path is only ever continued, never approximated, so w_T is the same as
-    a fresh run's; the seconds returned are those of the whole T-step path (measured, summed
-    over the pieces), i.e. what one standalone run costs.
+    at every T asked for, and a new T continues from the longest kept T below it: the tuning grid
+    asks for several T, at every ε, on the same folds (the same T again costs nothing, a new one
+    only its steps beyond the last kept). A path is only ever continued, never approximated, so
+    w_T is the same as a fresh run's, bit for bit; the seconds returned are those of the whole
+    T-step path (measured, summed over the pieces), i.e. what one standalone run costs.
     """
     key = (_digest(problem), float(learning_rate))
-    done, w, seconds = _PATHS.get(key, (0, np.zeros(problem.p), 0.0))
-    if done > steps:  # a longer path exists: recompute this shorter one (GD has no snapshots)
-        done, w, seconds = 0, np.zeros(problem.p), 0.0
-    if done < steps:
-        res = solvers.gradient_descent(problem, w, step=learning_rate, n_iter=steps - done)
-        done, w, seconds = steps, res.x, seconds + res.seconds
-        _PATHS[key] = (done, w, seconds)
+    path = _PATHS.pop(key, None) or {0: (np.zeros(problem.p), 0.0)}
+    _PATHS[key] = path  # the most recently used last
+    if steps not in path:
+        start = max(t for t in path if t < steps)
+        w, seconds = path[start]
+        res = solvers.gradient_descent(problem, w, step=learning_rate, n_iter=steps - start)
+        path[steps] = (res.x, seconds + res.seconds)
         while len(_PATHS) > _PATHS_KEPT:
             _PATHS.pop(next(iter(_PATHS)))
+    w, seconds = path[steps]
     return w.copy(), seconds
 
 
