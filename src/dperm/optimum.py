@@ -136,16 +136,14 @@ def compute_starts(specs: list[dict], arrays: dict, log=None) -> dict:
     solved once (the jobs of these specs would each solve them: module docstring)."""
     from .algorithms import get_algorithm
     from .algorithms.pidp_sgd import start_key, start_point
-    from .protocol.runner import _train_problem
 
-    out, folds = {}, {}
+    out = {}
     for spec in filter(needs_start, specs):
         hyper = {**get_algorithm(spec["algorithm"]).defaults, **(spec.get("hyper") or {})}
         shift, iterations = hyper["start_shift"], hyper["start_iterations"]
         full = build_problem(spec, arrays)
         for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
-            train = _train_problem(full, split, folds, (split_seed(spec), repr(spec["protocol"]), split.fold,
-                                                        split.repeat))
+            train = full.subset(split.train)  # the rows a job's fold holds (runner._train_problem)
             key = start_key(train, shift, iterations)
             if key not in out:
                 out[key] = start_point(train, start="nonprivate", shift=shift, start_iterations=iterations)
