@@ -253,7 +253,9 @@ def main() -> None:
         rss = max((r["max_rss"] for r in mine), default=0.0)
         mem = max(500, 100 * math.ceil(max(rss, DOCUMENTED_PEAK_MB.get(kind, 0)) * MEMORY_MARGIN / 100))
         ests = [v for (k, _), v in seconds.items() if k == kind]
-        default = max(ests) if ests else math.ceil(max((work(r) for r in mine), default=60.0))
+        # a job the table cannot list (e.g. behind the tuning checkpoint in a dry run) may be the
+        # longest measured: the kind's seconds cover it
+        default = math.ceil(max([*ests, *(work(r) for r in mine)] or [60.0]))
         ratio = max((r["cpu"] / r["s"] for r in mine if r["s"] > 0.5), default=0.0)
         print(f"  {kind}: {{mem_mb: {mem}, seconds: {default}}}"
               f"  # {len(mine)} jobs measured, max_rss {rss:.0f} MB, cpu_time/s <= {ratio:.2f}")
