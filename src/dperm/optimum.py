@@ -123,23 +123,31 @@ def _multistart_optima(spec: dict, full, log=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def needs_start(spec: dict) -> bool:
-    """Whether a cell starts from θ̃, a non-private solve of each training split (module docstring)."""
+def _start_hyper(spec: dict) -> dict | None:
+    """The cell's hyper-parameters (its algorithm's defaults filled in) when it starts from θ̃, a
+    non-private solve of each training split (module docstring); None when it does not."""
     from .algorithms import get_algorithm
 
     defaults = get_algorithm(spec["algorithm"]).defaults
-    return "start" in defaults and {**defaults, **(spec.get("hyper") or {})}["start"] == "nonprivate"
+    hyper = {**defaults, **(spec.get("hyper") or {})}
+    return hyper if "start" in defaults and hyper["start"] == "nonprivate" else None
+
+
+def needs_start(spec: dict) -> bool:
+    """Whether a cell starts from θ̃ (:func:`compute_starts` can solve it for its job)."""
+    return _start_hyper(spec) is not None
 
 
 def compute_starts(specs: list[dict], arrays: dict, log=None) -> dict:
     """{start key: θ̃} for every training split of every spec that :func:`needs_start`, each
     solved once (the jobs of these specs would each solve them: module docstring)."""
-    from .algorithms import get_algorithm
     from .algorithms.pidp_sgd import start_key, start_point
 
     out = {}
-    for spec in filter(needs_start, specs):
-        hyper = {**get_algorithm(spec["algorithm"]).defaults, **(spec.get("hyper") or {})}
+    for spec in specs:
+        hyper = _start_hyper(spec)
+        if hyper is None:
+            continue
         shift, iterations = hyper["start_shift"], hyper["start_iterations"]
         full = build_problem(spec, arrays)
         for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
@@ -155,14 +163,14 @@ def compute_starts(specs: list[dict], arrays: dict, log=None) -> dict:
 
 
 def write_starts(path, starts: dict) -> None:
-    """:func:`compute_starts`' θ̃ as one .npz (written whole or not at all)."""
-    import os
+    """:func:`compute_starts`' θ̃ as one .npz, written whole or not at all (:func:`dperm.files.atomic_path`)."""
+    from .files import atomic_path
 
-    tmp = f"{path}.tmp.npz"
-    np.savez(tmp, **starts)
-    os.replace(tmp, path)
+    with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **starts)
 
 
 def read_starts(path) -> dict:
+    """{start key: θ̃} from :func:`write_starts`' file."""
     with np.load(path) as npz:
         return {key: npz[key] for key in npz.files}
