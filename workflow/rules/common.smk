@@ -310,7 +310,7 @@ def job_priority(wildcards):
     """A fit's place in the queue: the longest chain first (chain_priority), an experiment's
     configured `priority` deciding between fits of equal estimate."""
     exp = paper_of(wildcards).experiments[wildcards.experiment]
-    return chain_priority("fit")(wildcards) + exp.priority.get(wildcards.dataset, 0) / 100
+    return _FIT_CHAIN(wildcards) + exp.priority.get(wildcards.dataset, 0) / 100
 
 
 def cell_job(wildcards):
@@ -324,7 +324,12 @@ def cell_job(wildcards):
             f"{job.paper}/{job.experiment} runs {job.algorithm} on {job.dataset}/{job.model} at {settings} "
             f"(config/papers/{job.paper}.yaml)"
         )
-    return f"{OUT}{grid.cell_source(paper_of(wildcards), grid.Cell(*vars(job).values(), wildcards.epsilon))}"
+    return f"{OUT}{grid.cell_source(paper_of(wildcards), cell_of(wildcards))}"
+
+
+def cell_of(wildcards):
+    """The cell of a cell file's wildcards."""
+    return grid.Cell(*vars(job_of(wildcards)).values(), wildcards.epsilon)
 
 
 def experiment_cells(paper, experiment):
@@ -757,9 +762,9 @@ def _fit_names(wildcards):
     """The wildcards of the fit a cell is cut from: its job's, with the part that holds the cell
     when the job is split (``parts``)."""
     names = _Names((k, v) for k, v in wildcards.items() if k != "epsilon")
-    parts = grid.job_parts(paper_of(wildcards), job_of(wildcards))
-    if len(parts) > 1:
-        names["part"] = str(next(k for k, p in enumerate(parts, 1) if wildcards.epsilon in p))
+    part = grid.cell_part(paper_of(wildcards), cell_of(wildcards))
+    if part is not None:
+        names["part"] = str(part)
     return names
 
 
@@ -824,21 +829,31 @@ def _longest_waiting():
 LONGEST_WAITING = _longest_waiting()
 
 
+# the wildcards that name what a job of a kind gates in _longest_waiting (fits gate nothing)
+_CHAIN_KEY = {
+    "tuning": ("paper", "dataset"),
+    "optimum": ("paper", "experiment", "dataset", "model"),
+    "data": ("dataset",),
+}
+
+
 def chain_priority(kind):
     """A rule's priority: estimated seconds of the longest chain of work its job opens."""
+    names = _CHAIN_KEY.get(kind)
 
     def priority(wildcards):
-        key = {
-            "tuning": lambda: f"{wildcards.paper}/{wildcards.dataset}",
-            "optimum": lambda: f"{wildcards.paper}/{wildcards.experiment}/{wildcards.dataset}/{wildcards.model}",
-            "data": lambda: wildcards.dataset,
-        }.get(kind, lambda: None)()
-        # a key the table does not list (another configuration's) opens a chain as long as the
-        # longest fit, as an unlisted fit is sized as the longest (_cluster_row)
-        waiting = LONGEST_WAITING.get((kind, key), CLUSTER["kinds"]["fit"]["seconds"]) if key else 0
+        waiting = 0
+        if names:
+            # a key the table does not list (another configuration's) opens a chain as long as
+            # the longest fit, as an unlisted fit is sized as the longest (_cluster_row)
+            key = os.path.join(*(wildcards[n] for n in names))
+            waiting = LONGEST_WAITING.get((kind, key), CLUSTER["kinds"]["fit"]["seconds"])
         return round(cluster_seconds(kind, wildcards) + waiting)
 
     return priority
+
+
+_FIT_CHAIN = chain_priority("fit")
 
 
 def cluster_resources(kind):

@@ -15,6 +15,7 @@ from .cells import (
     Job,
     algorithm_spec,
     base_key,
+    cell_part,
     cell_source,
     cells,
     experiment_profile,
@@ -47,7 +48,7 @@ from .views import Experiment, Figure, HyperGrid, Optimum, Paper, Sweep, Tuning
 
 __all__ = [
     "RESERVED", "Cell", "Experiment", "Figure", "HyperGrid", "Job", "Optimum", "Paper", "Sweep", "Tuning",
-    "algorithm_spec", "apply_tuning", "base_key", "cell_source", "cell_spec", "cells", "check_hyper",
+    "algorithm_spec", "apply_tuning", "base_key", "cell_part", "cell_source", "cell_spec", "cells", "check_hyper",
     "check_profiles", "dumps", "experiment_profile", "figure_datasets", "figure_spec", "find_job",
     "job_settings", "job_specs", "job_parts", "job_uses_tuning", "jobs", "l2_token", "load_paper", "merge",
     "optimum_path", "optimum_spec", "paper_path", "profile_options", "read_paper", "settings",

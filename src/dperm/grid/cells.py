@@ -121,12 +121,18 @@ def job_parts(paper: Paper, job: Job) -> list[list[str]]:
     return [every[k::n] for k in range(n)]
 
 
-def cell_source(paper: Paper, cell: Cell) -> str:
-    """The file a cell is cut from: its job's, or that of the part of its job that holds it."""
+def cell_part(paper: Paper, cell: Cell) -> int | None:
+    """The part (1, 2, ...) of its job that holds a cell, or None when the job is not split."""
     parts = job_parts(paper, cell.job)
     if len(parts) == 1:
-        return cell.job.path
-    return cell.job.part_path(next(k for k, part in enumerate(parts, 1) if cell.epsilon in part))
+        return None
+    return next(k for k, part in enumerate(parts, 1) if cell.epsilon in part)
+
+
+def cell_source(paper: Paper, cell: Cell) -> str:
+    """The file a cell is cut from: its job's, or that of the part of its job that holds it."""
+    part = cell_part(paper, cell)
+    return cell.job.path if part is None else cell.job.part_path(part)
 
 
 def cells(paper: Paper, experiments=None) -> list[Cell]:
