@@ -372,3 +372,21 @@ def test_every_rows_contribution_at_one_point_equals_the_per_chain_gradient(loss
     many = model.rows_covered_grads(w, idx, 0.3)
     one_by_one = model.covered_grads(np.repeat(w[None], prob.n, axis=0), idx, 0.3)
     np.testing.assert_allclose(many, one_by_one, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("loss", [None, MLP(hidden=3)], ids=["lr", "mlp"])
+def test_chain_gradients_written_into_a_buffer_are_the_clipped_per_row_gradients(loss):
+    """The chains' step writes each chain's gradient into a reused (k, p) buffer block by block
+    (the MLP's first layer through a reshaped view): every block must hold the row's gradient from
+    the loss itself, clipped to norm C."""
+    prob = logistic_problem(n=60, p=4, loss=loss)
+    model = pidp_sgd._MLPModel(prob, 1e-3) if loss is not None else pidp_sgd._GLMModel(prob, 1e-3)
+    rng = np.random.default_rng(5)
+    theta, idx, clip = rng.normal(size=(3, prob.p)), np.array([0, 7, 59]), 0.4
+    buf = np.full_like(theta, np.nan)
+    assert model.grads(theta, idx, clip, out=buf) is buf
+    for k, i in enumerate(idx):
+        one = Problem(prob.X[i:i + 1], prob.y[i:i + 1], prob.loss, 0.0)
+        g = one.value_and_grad(theta[k])[1]
+        np.testing.assert_allclose(buf[k], g * min(1.0, clip / np.linalg.norm(g)), rtol=1e-10, atol=1e-13)
+    np.testing.assert_array_equal(model.grads(theta, idx, clip), buf)

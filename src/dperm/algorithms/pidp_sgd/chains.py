@@ -86,10 +86,10 @@ def _shifted(problem, shift):
     return Problem(problem.X, problem.y, problem.loss, problem.l2 + shift, problem.row_norms, problem.shared)
 
 
-def project(W, radius):
-    """Each row of ``W`` onto the ball ‖θ‖ ≤ ``radius``."""
+def project(W, radius, out=None):
+    """Each row of ``W`` onto the ball ‖θ‖ ≤ ``radius`` (into ``out``, which may be ``W``)."""
     norms = np.linalg.norm(W, axis=1, keepdims=True)
-    return W * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    return np.multiply(W, np.minimum(1.0, radius / np.maximum(norms, 1e-300)), out=out)
 
 
 def _clip_scale(norms, clip):
@@ -110,11 +110,11 @@ class GLMModel:
         """∇²F(w) + ζ₀I (λ included)."""
         return solvers.glm_hessian(self.problem, w, self.shift)
 
-    def grads(self, theta, idx, clip):
+    def grads(self, theta, idx, clip, out=None):
         x, y = self.X[idx], self.y[idx]
         z = np.einsum("kp,kp->k", theta, x)
         g = self.loss.dphi(z, y)[:, None] * x
-        return g * _clip_scale(np.linalg.norm(g, axis=1), clip)[:, None]
+        return np.multiply(g, _clip_scale(np.linalg.norm(g, axis=1), clip)[:, None], out=out)
 
     def covered_grads(self, theta, idx, clip):
         """The clipped gradient on the coordinates the influence covers (all of them here)."""
@@ -174,11 +174,17 @@ class MLPModel:
         scale = _clip_scale(norm, clip)
         return x, S, dA * scale[:, None], dO * scale
 
-    def grads(self, theta, idx, clip):
+    def grads(self, theta, idx, clip, out=None):
+        """Clipped per-chain gradients (k, p), written block by block into ``out`` when given
+        (no concatenated copy: one pass fewer over the (k, p) array per step)."""
         x, S, dA, dO = self._scaled(theta, idx, clip)
-        k = theta.shape[0]
-        return np.concatenate([(dA[:, :, None] * x[:, None, :]).reshape(k, -1), dA, dO[:, None] * S, dO[:, None]],
-                              axis=1)
+        k, (h, d) = theta.shape[0], (self.h, self.d)
+        out = np.empty_like(theta) if out is None else out
+        np.multiply(dA[:, :, None], x[:, None, :], out=out[:, :h * d].reshape(k, h, d))
+        out[:, h * d:h * d + h] = dA
+        np.multiply(dO[:, None], S, out=out[:, h * d + h:h * d + 2 * h])
+        out[:, -1] = dO
+        return out
 
     def covered_grads(self, theta, idx, clip):
         _, S, _, dO = self._scaled(theta, idx, clip)
@@ -236,6 +242,7 @@ def run_chains(problem, model, rngs, theta0, *, sigma, test: InfluenceTest | Non
     n = problem.n
     k = len(rngs)
     theta = np.repeat(theta0[None], k, axis=0)
+    g, z = np.empty_like(theta), np.empty(p)  # the step's gradients and noise, reused: no allocation per step
     free = np.zeros(k, dtype=np.int64)
     first = np.full(k, np.nan)
     local = math.ceil(steps / rounds)
@@ -267,11 +274,12 @@ def run_chains(problem, model, rngs, theta0, *, sigma, test: InfluenceTest | Non
                     if rest:  # the coordinates whose c is 0: all m′ noises under the threshold at once
                         prob = (2.0 * ndtr(test.threshold / test.sigma_c) - 1.0) ** rest
                         ok &= np.array([r.random() for r in rngs]) < prob
-                g = model.grads(theta, idx[j], clip)
-                for i in np.flatnonzero(~ok):
-                    g[i] += sigma[i] * clip * rngs[i].standard_normal(p)
-                theta -= learning_rate * g
-                theta = project(theta, radius)
+                g = model.grads(theta, idx[j], clip, out=g)
+                for i in np.flatnonzero(~ok):  # the noise drawn into one buffer, scaled in place
+                    g[i] += np.multiply(rngs[i].standard_normal(out=z), sigma[i] * clip, out=z)
+                g *= learning_rate  # theta -= lr·g in place, the same two roundings
+                theta -= g
+                project(theta, radius, out=theta)
                 free += ok
                 t += 1
         rounds_done += 1
