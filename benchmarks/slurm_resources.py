@@ -167,6 +167,8 @@ def main() -> None:
     parser.add_argument("--target", default="all", help="the target whose jobs are listed (default: all)")
     parser.add_argument("--runtime-factor", type=int, default=3)
     parser.add_argument("--note", default="", help="how the runs were measured (load, commit)")
+    parser.add_argument("--measured-at", default=None,
+                        help="the commit the --full runs ran at (the header names it; dperm estimate prints it)")
     args = parser.parse_args()
 
     reduced, full = read_runs(args.run), read_runs(args.full)
@@ -242,7 +244,8 @@ def main() -> None:
     for line in textwrap.wrap(" ".join(["python", f"benchmarks/{Path(__file__).name}", *map(_quote, argv)]), 96,
                               break_on_hyphens=False, subsequent_indent="    "):
         print(f"#   {line}")
-    for line in textwrap.wrap(f"on {datetime.date.today()} at commit {_commit()}. {args.note}", 98):
+    measured = f"; jobs measured at commit {args.measured_at}" if args.measured_at else ""
+    for line in textwrap.wrap(f"on {datetime.date.today()} at commit {_commit()}{measured}. {args.note}", 98):
         print(f"# {line}")
     print("# Do not edit by hand: rerun the script with better runs (its docstring says how).")
     print("# Time limit asked for = runtime_factor x a job's estimated seconds + 1 minute (common.smk).")

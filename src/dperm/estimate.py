@@ -229,8 +229,16 @@ def read_sizes(workdir: str = ".") -> tuple[dict, str]:
     if not path.is_file():
         raise ValueError(f"{path}: no per-job table (run the estimate in the workflow's directory)")
     text = path.read_text(encoding="utf-8")
-    found = re.search(r"on (\d{4}-\d\d-\d\d) at commit (\w+)", text)
-    origin = f"measured at commit {found.group(2)} on {found.group(1)}" if found else "no origin recorded"
+    # the header's comment lines as one text (benchmarks/slurm_resources.py wraps them)
+    header = " ".join(line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#"))
+    written = re.search(r"on (\d{4}-\d\d-\d\d) at commit (\w+)", header)
+    measured = re.search(r"jobs measured at commit (\w+)", header)
+    if measured:  # the run the times come from, not the commit that wrote the table
+        origin = f"measured at commit {measured.group(1)}" + (f", written on {written.group(1)}" if written else "")
+    elif written:
+        origin = f"measured at commit {written.group(2)} on {written.group(1)}"
+    else:
+        origin = "no origin recorded"
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), origin
 
 

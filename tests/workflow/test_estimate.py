@@ -140,3 +140,21 @@ def test_a_fit_waiting_for_the_tuning_checkpoint_depends_on_it():
     fit = Job(jobid=8, rule="run_job", local=False, inputs=["<TBD>"], outputs=["results/jobs/p/e/kddcup99/lr/x.csv"],
               wildcards={"paper": "p", "experiment": "e", "dataset": "kddcup99", "model": "lr", "algorithm": "x"})
     assert dependencies([tune, other, prep, fit])[8] == {5, 7}
+
+
+def test_the_table_s_origin_is_the_run_it_was_measured_from(tmp_path):
+    from dperm.estimate import read_sizes
+
+    (tmp_path / "workflow").mkdir()
+    table = tmp_path / "workflow" / "cluster.yaml"
+    # benchmarks/slurm_resources.py wraps its header: the measured commit may start a new line
+    table.write_text("# Cluster sizes, written by\n#   python benchmarks/slurm_resources.py --full x\n"
+                     "# on 2026-11-26 at commit 40c590d; jobs\n# measured at commit f7493d3. A note.\n"
+                     "runtime_factor: 3\n")
+    sizes, origin = read_sizes(str(tmp_path))
+    assert sizes == {"runtime_factor": 3}
+    assert origin == "measured at commit f7493d3, written on 2026-11-26"
+    table.write_text("# on 2026-11-20 at commit 9dc9b9d. A note.\nruntime_factor: 3\n")
+    assert read_sizes(str(tmp_path))[1] == "measured at commit 9dc9b9d on 2026-11-20"
+    table.write_text("runtime_factor: 3\n")
+    assert read_sizes(str(tmp_path))[1] == "no origin recorded"
