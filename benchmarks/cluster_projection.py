@@ -5,7 +5,7 @@
 
 The graph and the cluster jobs are those of a dry run through profiles/slurm (its group jobs, its
 local rules); each job's time is its estimate at the full protocol from workflow/cluster.yaml
-(the lookup of common.smk's cluster_seconds). A cluster job takes the time its jobs take on its
+(the lookup of `dperm estimate`). A cluster job takes the time its jobs take on its
 cores (list-scheduled inside it) and `--part` seconds per part of a group job (a Snakemake start-up each),
 plus the measured per-job overhead: `--job-side` seconds on the node (two Snakemake start-ups)
 and `--detect` seconds until the status check sees it end, after
@@ -30,15 +30,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 import dryrun  # noqa: E402
 from slurm_resources import key_of  # noqa: E402
 
+from dperm.estimate import job_seconds  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 LOCAL = {"fetch_raw"}  # localrules of the workflow (the dry run prints them as rules)
 
 
 def seconds(sizes: dict, job: dryrun.Job) -> float:
-    """common.smk's cluster_seconds: the job's row of workflow/cluster.yaml, else its kind's."""
-    kind, key = key_of(job) or ("data", "")  # fetch_raw: a data job
-    row = sizes["seconds"].get(kind, {}).get(key)
-    return row[0] if row else sizes["kinds"][kind]["seconds"]
+    """The job's estimate as `dperm estimate` makes it (:func:`dperm.estimate.job_seconds`: its row
+    of workflow/cluster.yaml, else the median of similar jobs); a fetch is a data job. A makespan
+    wants the likely time; common.smk's time limits take an unlisted job's kind's longest instead."""
+    if key_of(job) is None:
+        return float(sizes["kinds"]["data"]["seconds"]) if job.rule in LOCAL else 0.0
+    return job_seconds(sizes, job)[0]
 
 
 def makespan(times: list[float], cores: int) -> float:
