@@ -212,8 +212,9 @@ def _gate():
     try:
         os.mkdir(os.path.join(where, "first"))  # the first run job goes through
     except FileExistsError:
-        while True:
+        while not os.path.exists(os.path.join(where, "stop")):
             time.sleep(0.05)
+        os._exit(130)  # stopped as Ctrl-C stops a job, also one started after the signal was sent
 _gate()
 """
 
@@ -244,6 +245,9 @@ def test_a_run_stopped_midway_and_run_again_equals_an_uninterrupted_one(tmp_path
                 time.sleep(0.2)  # wait until the first job has finished: the run is under way
             assert list((root / "results" / "jobs").rglob("*.csv")), "no run job finished in 10 minutes"
             assert process.poll() is None, "the run finished before it could be stopped"
+            # A job Snakemake starts between the signal and its handling would miss the signal and
+            # wait at the gate for ever (Snakemake waits for it): the gate lets it end as stopped.
+            (gate / "stop").mkdir()
             os.killpg(process.pid, signal.SIGINT)
             process.wait(timeout=120)
             assert process.returncode != 0
