@@ -70,7 +70,7 @@ def kind_and_key(path: Path) -> tuple[str, str]:
         return "optimum", "/".join([*parts[:-1], parts[-1].removeprefix("l2-")])
     if top == "starts":  # starts/paper/experiment/dataset/model/profile
         return "optimum", "/".join(parts)
-    if top == "tune":  # tune/paper/dataset
+    if top == "tune":  # tune/paper/dataset/model/profile (a part of a dataset's tuning)
         return "tuning", "/".join(parts)
     if top == "audit":  # audit/subject
         return "audit", "/".join(parts)

@@ -155,7 +155,6 @@ def _cmd_tune(args) -> None:
 
     from .config import load_spec
     from .datasets.prepare import load_prepared
-    from .files import write_json_atomic, write_text_atomic
     from .tuning import tune
 
     files = {(Path(p).parent.name, Path(p).stem): p for p in args.data}
@@ -169,7 +168,25 @@ def _cmd_tune(args) -> None:
         return cache[(dataset, profile)]
 
     spec = load_spec(args.spec)
-    chosen, grid = tune(spec, data, args.seed, datasets=[spec["dataset"]], log=log.info)
+    parts = None if args.part is None else [_tuning_part(args.part)]
+    chosen, grid = tune(spec, data, args.seed, datasets=[spec["dataset"]], parts=parts, log=log.info)
+    _write_tuning(args, chosen, grid)
+
+
+def _tuning_part(text: str) -> tuple[str, str]:
+    model, sep, profile = text.partition("/")
+    if not sep or not model or not profile or "/" in profile:
+        raise ValueError(f"--part {text!r}: give one tuning part as MODEL/PROFILE, e.g. lr/default")
+    return model, profile
+
+
+def _write_tuning(args, chosen, grid) -> None:
+    """A tuning's choices (.json, written last: the runs read it), its grid (.csv) and, when asked
+    for, the grid as a page of the report."""
+    from pathlib import Path
+
+    from .files import write_json_atomic, write_text_atomic
+
     write_text_atomic(args.csv, grid.to_csv(index=False))
     if args.html:
         from .report.html import table_page
@@ -179,6 +196,29 @@ def _cmd_tune(args) -> None:
                 "a choice are labelled tuning: non-private.")
         write_text_atomic(args.html, table_page(grid, note, floatfmt=".4g", csv_name=Path(args.csv).name))
     write_json_atomic(args.json, chosen)
+
+
+def _cmd_tuning_table(args) -> None:
+    import json
+
+    import pandas as pd
+
+    from .tuning import GRID_COLUMNS, merge
+
+    text = ["dataset", "profile", "model", "tuned", "setting", "at_edge"]
+    parts = []
+    for path in args.parts:
+        if not path.endswith(".json"):
+            raise ValueError(f"--parts {path!r}: give each part's choices file (.json; its grid is the .csv beside it)")
+        grid = pd.read_csv(path.removesuffix(".json") + ".csv", dtype={c: str for c in text})
+        missing = sorted(set(GRID_COLUMNS) - set(grid.columns))
+        if missing:
+            raise ValueError(f"{path.removesuffix('.json')}.csv has no column(s) {missing}: not a tuning grid")
+        grid[text] = grid[text].fillna("")
+        parts.append((json.loads(open(path).read()), grid))
+    chosen, grid = merge(parts)
+    _write_tuning(args, chosen, grid)
+    log.info("tuning of %d part(s) -> %s", len(parts), args.json)
 
 
 def _cmd_figure(args) -> None:
@@ -406,7 +446,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", required=True, help="choices (read by the runs)")
     p.add_argument("--csv", required=True, help="every grid point and its score")
     p.add_argument("--html", default=None, help="the grid as an HTML page (the report shows it)")
+    p.add_argument("--part", default=None, metavar="MODEL/PROFILE",
+                   help="choose for this (model, tuning profile) only (dperm.tuning.tuning_parts); default: all")
     p.set_defaults(func=_cmd_tune)
+
+    p = sub.add_parser("tuning-table", help="join the parts of one dataset's tuning into its choices and grid")
+    p.add_argument("--parts", nargs="+", required=True,
+                   help="the parts' choices (.json), in dperm.tuning.tuning_parts' order; each grid is the .csv beside it")
+    p.add_argument("--json", required=True, help="choices")
+    p.add_argument("--csv", required=True, help="every grid point and its score")
+    p.add_argument("--html", default=None, help="the grid as an HTML page (the report shows it)")
+    p.set_defaults(func=_cmd_tuning_table)
 
     p = sub.add_parser("figure", help="draw one declared figure of a paper from experiment summaries")
     p.add_argument("--spec", required=True, help="the figure spec as JSON (dperm.grid.figure_spec)")

@@ -112,15 +112,17 @@ def parse(listing: str) -> list[Job]:
 def dependencies(jobs: list[Job]) -> dict[int, set[int]]:
     """jobid -> jobids of the jobs that write its inputs. A fit that waits for the tuning
     checkpoint has no inputs yet (``<TBD>`` until the checkpoint has run): it depends on its
-    paper's tuning of its dataset and on its dataset's preparations."""
+    paper's tuning parts of its dataset and model (a dry run does not say which tuning profile
+    it takes: every profile's part, an upper bound where a dataset is tuned on two) and on its
+    dataset's preparations."""
     writer = {path: job.jobid for job in jobs for path in job.outputs}
     deps = {job.jobid: {writer[p] for p in job.inputs if p in writer} for job in jobs}
     gates = [job for job in jobs if job.rule in ("tune", "prepare")]
     for job in jobs:
         if "<TBD>" in job.inputs:
-            mine = job.wildcards.get("paper"), job.wildcards.get("dataset")
-            deps[job.jobid] |= {g.jobid for g in gates if g.wildcards.get("dataset") == mine[1]
-                                and g.wildcards.get("paper", mine[0]) == mine[0]}
+            deps[job.jobid] |= {g.jobid for g in gates
+                                if all(g.wildcards.get(name, job.wildcards.get(name)) == job.wildcards.get(name)
+                                       for name in ("paper", "dataset", "model"))}
     return deps
 
 

@@ -7,6 +7,12 @@ it in one documented, separate step per dataset whose choices are written to
 ``results/tuning/<paper>/<dataset>.json`` and whose every grid point is kept in the ``.csv``
 beside it. Every cell that uses a choice is marked ``tuning: non-private``.
 
+A dataset's choices are made in *parts*, one per (model, tuning profile) (:func:`tuning_parts`): no
+choice of one part reads another's runs, so each part is a job of its own
+(``results/tuning/<paper>/<dataset>/<model>/<profile>.json``, the choices file's shape restricted to
+its part), a fit waits only for its own part, and :func:`merge` joins the parts into the dataset's
+files, equal to those of one run over every part.
+
 The criterion (``tuning.criterion``) is the mean *validation loss* by default: the model's
 unregularised loss on the held-out fold (the records' ``test_loss`` on the tuning protocol's
 splits), lower is better. Accuracy stays the reported metric, not the criterion: on an
@@ -98,6 +104,13 @@ def tuning_profile(paper: dict, experiment: str) -> str:
     return paper["experiments"][experiment]["profile"]
 
 
+def tuning_parts(paper: dict, dataset: str) -> list[tuple[str, str]]:
+    """(model, tuning profile) of each part of ``dataset``'s tuning, in the order one run over the
+    whole dataset makes them (:func:`tuning_jobs`)."""
+    paper = as_spec(paper)
+    return [(model, tuning_profile(paper, experiment)) for d, model, experiment in tuning_jobs(paper) if d == dataset]
+
+
 def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
     """(dataset, model, experiment) for every (dataset, model, tuning profile) the tuned
     experiments use (the first experiment of each wins)."""
@@ -181,28 +194,47 @@ def grid_edges(grid: dict, point: dict) -> str:
     return "; ".join(out)
 
 
-def _progress(paper: dict, datasets):
+def _selected(paper: dict, datasets, parts):
+    """The (dataset, model, experiment) of :func:`tuning_jobs` a run makes choices for: those of
+    ``datasets`` (None: every dataset) and, of those, the (model, tuning profile) ``parts`` (None:
+    every part)."""
+    return [(dataset, model, experiment) for dataset, model, experiment in tuning_jobs(paper)
+            if (datasets is None or dataset in datasets)
+            and (parts is None or (model, tuning_profile(paper, experiment)) in parts)]
+
+
+def _progress(paper: dict, datasets, parts=None):
     """The tuning run's :class:`dperm.progress.Progress`, counted in grid points: the λ grid of each
     (dataset, model) it tunes, and each block's grid once per ε group (one, or one per ε)."""
     from .progress import Progress
 
     tuning, total = paper["tuning"], 0
-    for dataset, model, experiment in tuning_jobs(paper):
-        if datasets is not None and dataset not in datasets:
-            continue
+    for dataset, model, experiment in _selected(paper, datasets, parts):
         total += len(tuning["l2"]["grid"]) if "l2" in tuning else 0
         for block in tuning.get("hyper", []):
             if runs_with(paper, block["algorithm"], dataset, model, tuning_profile(paper, experiment)):
                 groups = len(block["epsilons"]) if block.get("per_epsilon") else 1
                 total += groups * math.prod(len(values) for values in block["grid"].values())
     where = "/".join(datasets) if datasets else "every dataset"
+    if parts is not None:
+        where += " (" + ", ".join(f"{model}/{profile}" for model, profile in parts) + ")"
     return Progress(f"{paper.get('paper', 'tuning')}/tuning/{where}", total, unit="grid points")
 
 
-def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None,
+def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None, parts=None,
          log: Callable[[str], None] = lambda message: None) -> tuple[dict, pd.DataFrame]:
-    """Run the paper's tuning grid; return (choices, one row per grid point)."""
+    """Run the paper's tuning grid on ``datasets`` (None: every dataset), restricted to the (model,
+    tuning profile) ``parts`` when given; return (choices, one row per grid point)."""
     paper = as_spec(paper)
+    if parts is not None:
+        parts = [tuple(part) for part in parts]
+        known = {part for dataset in (datasets or {d for d, _, _ in tuning_jobs(paper)})
+                 for part in tuning_parts(paper, dataset)}
+        unknown = [part for part in parts if part not in known]
+        if unknown:
+            raise ValueError(f"no tuning part {', '.join('/'.join(p) for p in unknown)}: the parts of "
+                             f"{'/'.join(datasets) if datasets else 'this paper'} are "
+                             f"{', '.join('/'.join(p) for p in sorted(known)) or 'none'} (model/profile)")
     tuning = paper["tuning"]
     criterion = tuning.get("criterion", "validation-loss")
     chosen, rows = {}, []
@@ -212,7 +244,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
         return run_cell(spec, data(spec["dataset"], spec["profile"]), log=None,
                         folds=folds.setdefault((spec["dataset"], spec["profile"]), {}))
 
-    progress = _progress(paper, datasets)
+    progress = _progress(paper, datasets, parts)
 
     def report(where, what, grid, point, loss, accuracy):
         edge = grid_edges(grid, point)
@@ -221,9 +253,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             + (f"; WARNING: at the edge of its grid: {edge}" if edge else ""))
         return edge
 
-    for dataset, model, experiment in tuning_jobs(paper):
-        if datasets is not None and dataset not in datasets:
-            continue
+    for dataset, model, experiment in _selected(paper, datasets, parts):
         profile = tuning_profile(paper, experiment)
         where = f"{dataset}/{profile}/{model}"
         default_l2 = paper["models"][model].get("l2", 0.0)
@@ -277,3 +307,21 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
                 row["chosen"] = row["setting"] == texts.get(row["tuned"])
                 row["at_edge"] = edges.get(row["tuned"], "") if row["chosen"] else ""
     return chosen, pd.DataFrame(rows, columns=GRID_COLUMNS)
+
+
+def merge(parts: list[tuple[dict, pd.DataFrame]]) -> tuple[dict, pd.DataFrame]:
+    """One dataset's (choices, grid) from those of its parts, given in :func:`tuning_parts`' order:
+    what one run over every part returns. Two parts choosing for the same (dataset, profile,
+    model) are refused (a part given twice)."""
+    chosen, grids = {}, []
+    for choices, grid in parts:
+        for dataset, profiles in choices.items():
+            for profile, models in profiles.items():
+                mine = chosen.setdefault(dataset, {}).setdefault(profile, {})
+                for model, choice in models.items():
+                    if model in mine:
+                        raise ValueError(f"two tuning parts choose for {dataset}/{profile}/{model}")
+                    mine[model] = choice
+        grids.append(grid)
+    grid = pd.concat(grids, ignore_index=True) if grids else pd.DataFrame(columns=GRID_COLUMNS)
+    return chosen, grid[GRID_COLUMNS]

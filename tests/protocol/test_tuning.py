@@ -201,3 +201,83 @@ def test_tuning_reports_its_grid_points_done_out_of_those_planned(tmp_path):
     planned = 2 + 2 * 2 * 2  # the lambda grid, then 2 x 2 points for each of the two epsilons
     assert len(grid) == planned
     assert lines and lines[-1].startswith(f"p/tuning/every dataset: {planned}/{planned} grid points (100%)")
+
+
+def _two_models_two_profiles(tmp_path):
+    """The tuning spec of a dataset tuned for two models and, by a second experiment, on a second
+    profile: three parts."""
+    import copy
+
+    from dperm.tuning import as_spec
+
+    spec = copy.deepcopy(as_spec(_paper(tmp_path)))
+    spec["models"]["svm"] = {"loss": "hinge", "l2": 0.01}
+    spec["experiments"]["e"]["models"] = ["lr", "svm"]
+    spec["experiments"]["pub"] = {**copy.deepcopy(spec["experiments"]["e"]), "models": ["lr"], "profile": "public"}
+    spec["experiments"]["e"]["profile"] = "default"
+    spec["tuning"]["experiments"].append("pub")
+    spec["dataset"] = "wine"
+    return spec
+
+
+def _by_profile(dataset, profile):
+    return _data(seed={"default": 0, "public": 5}[profile])
+
+
+def test_a_dataset_s_tuning_parts_joined_are_one_run_over_the_dataset(tmp_path):
+    """Each (model, tuning profile) part reads none of another's runs: run one by one and merged,
+    the parts give the choices and the grid (every score) of one run, in its order."""
+    from dperm.tuning import merge, tuning_parts
+
+    spec = _two_models_two_profiles(tmp_path)
+    parts = tuning_parts(spec, "wine")
+    assert parts == [("lr", "default"), ("svm", "default"), ("lr", "public")]
+    whole, whole_grid = tune(spec, _by_profile, seed=1, datasets=["wine"])
+    runs = [tune(spec, _by_profile, seed=1, datasets=["wine"], parts=[part]) for part in parts]
+    assert [list(grid[["model", "profile"]].drop_duplicates().itertuples(index=False, name=None))
+            for _, grid in runs] == [[part] for part in parts]
+    chosen, grid = merge(runs)
+    assert chosen == whole and list(chosen["wine"]) == list(whole["wine"])
+    assert grid.to_csv(index=False) == whole_grid.to_csv(index=False)
+    with pytest.raises(ValueError, match="two tuning parts choose for wine/default/lr"):
+        merge([runs[0], runs[0]])
+
+
+def test_an_unknown_tuning_part_is_named_with_the_parts_there_are(tmp_path):
+    spec = _two_models_two_profiles(tmp_path)
+    with pytest.raises(ValueError, match=r"no tuning part svm/public: the parts of wine are "
+                                         r"lr/default, lr/public, svm/default \(model/profile\)"):
+        tune(spec, _by_profile, seed=1, datasets=["wine"], parts=[("svm", "public")])
+
+
+def test_the_tuning_table_verb_rejoins_the_parts_files_as_one_run_writes_them(tmp_path):
+    """dperm tuning-table reads the parts' files back (text columns, an empty at_edge, the order of
+    the choices) and writes what one run over the dataset writes, byte for byte."""
+    import json
+    import subprocess
+    import sys
+
+    from dperm.tuning import tuning_parts
+
+    spec = _two_models_two_profiles(tmp_path)
+    whole, whole_grid = tune(spec, _by_profile, seed=1, datasets=["wine"])
+    files = []
+    for model, profile in tuning_parts(spec, "wine"):
+        chosen, grid = tune(spec, _by_profile, seed=1, datasets=["wine"], parts=[(model, profile)])
+        stem = tmp_path / f"{model}-{profile}"
+        stem.with_suffix(".csv").write_text(grid.to_csv(index=False))
+        stem.with_suffix(".json").write_text(json.dumps(chosen, indent=1))
+        files.append(str(stem.with_suffix(".json")))
+    out = tmp_path / "wine"
+    run = subprocess.run([sys.executable, "-m", "dperm", "tuning-table", "--parts", *files, "--json", f"{out}.json",
+                          "--csv", f"{out}.csv", "--html", f"{out}.html"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "wine.csv").read_text() == whole_grid.to_csv(index=False)
+    from dperm.files import write_json_atomic
+
+    write_json_atomic(tmp_path / "one-run.json", whole)
+    assert (tmp_path / "wine.json").read_text() == (tmp_path / "one-run.json").read_text()
+    assert (tmp_path / "wine.html").read_text().count("<tr>") == len(whole_grid) + 1
+    bad = subprocess.run([sys.executable, "-m", "dperm", "tuning-table", "--parts", files[0].removesuffix(".json")
+                          + ".csv", "--json", f"{out}.json", "--csv", f"{out}.csv"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "give each part's choices file (.json" in bad.stderr and "Traceback" not in bad.stderr

@@ -121,25 +121,31 @@ def test_jobs_start_longest_chain_first():
     assert checked > 10
     listed = [job for job in jobs if job.runs and job.rule != "prepare" and job_seconds(sizes, job)[1] == "listed"]
     first = max(listed, key=lambda job: job.priority)
-    # a tuning opens the longest chain: its own seconds and the longest fit of its paper on its dataset
+    # a tuning part opens the longest chain: its own seconds and the longest fit of its paper on its
+    # dataset and model
     assert first.rule == "tune"
+    names = ("paper", "dataset", "model")
     fits = [job_seconds(sizes, j)[0] for j in listed if j.rule in ("run_job", "run_part")
-            and (j.wildcards["paper"], j.wildcards["dataset"]) == (first.wildcards["paper"], first.wildcards["dataset"])]
+            and all(j.wildcards[n] == first.wildcards[n] for n in names)]
     assert first.priority == round(job_seconds(sizes, first)[0] + max(fits))
 
 
-def test_a_fit_waiting_for_the_tuning_checkpoint_depends_on_it():
+def test_a_fit_waiting_for_the_tuning_checkpoint_depends_on_its_tuning_part():
     """Its inputs are <TBD> until the checkpoint has run; without the edge the critical path
-    would leave the tuning out."""
-    tune = Job(jobid=5, rule="tune", local=False, outputs=["results/tuning/p/kddcup99.json"],
-               wildcards={"paper": "p", "dataset": "kddcup99"})
-    other = Job(jobid=6, rule="tune", local=False, outputs=["results/tuning/q/kddcup99.json"],
-                wildcards={"paper": "q", "dataset": "kddcup99"})
+    would leave the tuning out. It waits for its paper's parts on its dataset and model (of any
+    tuning profile), not for another model's or paper's."""
+    def tune(jobid, paper, model, profile):
+        return Job(jobid=jobid, rule="tune", local=False,
+                   outputs=[f"results/tuning/{paper}/kddcup99/{model}/{profile}.json"],
+                   wildcards={"paper": paper, "dataset": "kddcup99", "model": model, "profile": profile})
+
+    mine, public, other_model, other_paper = (tune(5, "p", "lr", "default"), tune(4, "p", "lr", "public"),
+                                              tune(3, "p", "svm", "default"), tune(6, "q", "lr", "default"))
     prep = Job(jobid=7, rule="prepare", local=False, outputs=["resources/prepared/kddcup99/default.npz"],
                wildcards={"dataset": "kddcup99", "profile": "default"})
     fit = Job(jobid=8, rule="run_job", local=False, inputs=["<TBD>"], outputs=["results/jobs/p/e/kddcup99/lr/x.csv"],
               wildcards={"paper": "p", "experiment": "e", "dataset": "kddcup99", "model": "lr", "algorithm": "x"})
-    assert dependencies([tune, other, prep, fit])[8] == {5, 7}
+    assert dependencies([mine, public, other_model, other_paper, prep, fit])[8] == {5, 4, 7}
 
 
 def test_the_table_s_origin_is_the_run_it_was_measured_from(tmp_path):

@@ -27,7 +27,14 @@ from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
 from dperm.optimum import needs_start
-from dperm.tuning import needed_profiles, tuned_algorithms, tuning_jobs, tuning_spec
+from dperm.tuning import (
+    needed_profiles,
+    tuned_algorithms,
+    tuning_jobs,
+    tuning_parts,
+    tuning_profile,
+    tuning_spec,
+)
 from dperm.report.products import Reads
 
 
@@ -228,9 +235,15 @@ def job_code(wildcards):
     return algorithm_fingerprint(paper.registered_name(grid.base_key(paper, job)))
 
 
-def tuning_choices(wildcards):
-    """The tuning checkpoint's choices for a job's dataset (the checkpoint runs first)."""
-    return checkpoints.tune.get(paper=wildcards.paper, dataset=wildcards.dataset).output.json
+def tuning_choices(wildcards, spec):
+    """The choices of the tuning part a job's cells take theirs from (its dataset, model and
+    tuning profile; the checkpoint runs first)."""
+    return checkpoints.tune.get(
+        paper=wildcards.paper,
+        dataset=wildcards.dataset,
+        model=wildcards.model,
+        profile=spec["tuned"]["profile"],
+    ).output.json
 
 
 def job_inputs(wildcards):
@@ -240,7 +253,7 @@ def job_inputs(wildcards):
     spec = grid.job_specs(paper, job, config["seed"])[0]
     inputs, tuned = {"data": prepared(spec["dataset"], spec["profile"])}, None
     if grid.job_uses_tuning(paper, job):
-        inputs["tuning"] = tuning_choices(wildcards)
+        inputs["tuning"] = tuning_choices(wildcards, spec)
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     if grid.solves_optimum(paper, wildcards.model):
         inputs["optimum"] = f"{OUT}{grid.optimum_path(grid.apply_tuning(spec, tuned))}"
@@ -361,16 +374,53 @@ def optimum_spec_json(wildcards):
 
 
 def tuning_data(wildcards):
-    """Prepared files the tuning grid of one dataset of a paper runs on."""
+    """Prepared files one part (model, tuning profile) of a dataset's tuning runs on."""
     spec = tuning_spec(PAPERS[wildcards.paper], wildcards.dataset)
-    return sorted(
+    files = sorted(
         {
             prepared(dataset, profile)
             for dataset, model, experiment in tuning_jobs(spec)
-            if dataset == wildcards.dataset
+            if (dataset, model, tuning_profile(spec, experiment))
+            == (wildcards.dataset, wildcards.model, wildcards.profile)
             for profile in needed_profiles(spec, experiment, dataset, model)
         }
     )
+    if not files:
+        parts = ", ".join("/".join(p) for p in tuning_parts(spec, wildcards.dataset))
+        raise WorkflowError(
+            f"dperm: {wildcards.paper} tunes no {wildcards.model}/{wildcards.profile} on "
+            f"{wildcards.dataset} (its parts there: {parts or 'none'})"
+        )
+    return files
+
+
+def tuning_part_files(wildcards):
+    """The choices files of every part of a dataset's tuning, in dperm.tuning.tuning_parts' order
+    (the order one run over the dataset makes them)."""
+    spec = tuning_spec(PAPERS[wildcards.paper], wildcards.dataset)
+    return [
+        f"{OUT}results/tuning/{wildcards.paper}/{wildcards.dataset}/{model}/{profile}.json"
+        for model, profile in tuning_parts(spec, wildcards.dataset)
+    ]
+
+
+def tuning_tables(paper):
+    """The tuning tables of the datasets a paper's default target tunes on (every dataset of a tuned
+    experiment of its target that can be had)."""
+    if paper not in PAPERS or PAPERS[paper].tuning is None:
+        return []
+    exps = PAPERS[paper].experiments
+    skip = blocked(paper)
+    datasets = sorted(
+        {
+            d
+            for name in PAPERS[paper].tuning.experiments
+            if name in target_experiments(paper) and name not in skip
+            for d in exps[name].datasets
+            if dataset_available(d)
+        }
+    )
+    return [f"{OUT}results/tuning/{paper}/{d}.{ext}" for d in datasets for ext in ("csv", "html")]
 
 
 def tuning_spec_json(wildcards):
@@ -435,6 +485,7 @@ def paper_outputs(paper, target=None, makeable=False):
             if figure.experiment not in skip and not set(figure.borrow) & set(skip)
             for ext in ("png", "pdf")
         ]
+        out += tuning_tables(paper)
     for product in paper_products(paper):
         if product.target == target and product.name not in skip:
             out += [path for path, _ in product_files(paper, product).values()]
@@ -802,8 +853,9 @@ def cluster_group(kind, **values):
 # it opens: its own estimate (workflow/cluster.yaml) plus that of the longest job waiting for it.
 # So the longest fits, and the preparation and tuning that gate them (KDDCup99's), start first,
 # and no long job is left to run alone at the end of a run. The chain is read from the keys alone:
-# a tuning opens the fits of its paper on its dataset; an optimum, the fits of its experiment,
-# dataset and model; a preparation, every fit, tuning and optimum on its dataset.
+# a tuning part opens the fits of its paper on its dataset and model (of either tuning profile:
+# the keys do not say which a fit takes); an optimum, the fits of its experiment, dataset and
+# model; a preparation, every fit, tuning and optimum on its dataset.
 def _longest_waiting():
     """(kind, key) -> estimated seconds of the longest job that waits for it."""
     after = defaultdict(float)
@@ -814,12 +866,14 @@ def _longest_waiting():
     seconds = CLUSTER["seconds"]
     for key, (fit, _) in seconds.get("fit", {}).items():
         paper, experiment, dataset, model = key.split("/")[:4]
-        wait("tuning", f"{paper}/{dataset}", fit)
+        wait("tuning", f"{paper}/{dataset}/{model}", fit)
         wait("optimum", f"{paper}/{experiment}/{dataset}/{model}", fit)
         wait("data", dataset, fit)
     for key, (own, _) in seconds.get("tuning", {}).items():
-        paper, dataset = key.split("/")
-        wait("data", dataset, own + after["tuning", key])
+        if key.count("/") != 3:  # not paper/dataset/model/profile: no tuning part of this workflow
+            continue
+        paper, dataset, model, _profile = key.split("/")
+        wait("data", dataset, own + after["tuning", f"{paper}/{dataset}/{model}"])
     for key, (own, _) in seconds.get("optimum", {}).items():
         parts = key.split("/")
         wait("data", parts[2], own + after["optimum", "/".join(parts[:4])])
@@ -831,7 +885,7 @@ LONGEST_WAITING = _longest_waiting()
 
 # the wildcards that name what a job of a kind gates in _longest_waiting (fits gate nothing)
 _CHAIN_KEY = {
-    "tuning": ("paper", "dataset"),
+    "tuning": ("paper", "dataset", "model"),
     "optimum": ("paper", "experiment", "dataset", "model"),
     "data": ("dataset",),
 }

@@ -3,24 +3,19 @@
 
 
 checkpoint tune:
-    """Non-private hyper-parameter selection for one dataset (see dperm.tuning); cells that use
-    its choices are marked tuning: non-private."""
+    """Non-private hyper-parameter selection for one (model, tuning profile) of a dataset (see
+    dperm.tuning); cells that use its choices are marked tuning: non-private. A fit waits for
+    its own part only (tuning_choices)."""
     input:
         tuning_data,
     output:
-        json=f"{OUT}results/tuning/{{paper}}/{{dataset}}.json",
-        usage=f"{OUT}results/tuning/{{paper}}/{{dataset}}.usage.json",
-        csv=f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
-        html=report(
-            f"{OUT}results/tuning/{{paper}}/{{dataset}}.html",
-            caption="../report/tuning.rst",
-            category=lambda wildcards: report_category(wildcards.paper),
-            subcategory="tuning (non-private)",
-        ),
+        json=f"{OUT}results/tuning/{{paper}}/{{dataset}}/{{model}}/{{profile}}.json",
+        usage=f"{OUT}results/tuning/{{paper}}/{{dataset}}/{{model}}/{{profile}}.usage.json",
+        csv=f"{OUT}results/tuning/{{paper}}/{{dataset}}/{{model}}/{{profile}}.csv",
     log:
-        f"{OUT}logs/tune/{{paper}}/{{dataset}}.log",
+        f"{OUT}logs/tune/{{paper}}/{{dataset}}/{{model}}/{{profile}}.log",
     benchmark:
-        f"{OUT}benchmarks/out/tune/{{paper}}/{{dataset}}.tsv"
+        f"{OUT}benchmarks/out/tune/{{paper}}/{{dataset}}/{{model}}/{{profile}}.tsv"
     priority: chain_priority("tuning")
     conda:
         "../envs/dperm.yaml"
@@ -33,8 +28,36 @@ checkpoint tune:
         code=tuning_code,
     shell:
         "python -m dperm --threads {threads} --log {log} --usage {output.usage} tune --spec {params.spec:q}"
-        " --seed {params.seed}"
-        " --data {input} --json {output.json} --csv {output.csv} --html {output.html}"
+        " --seed {params.seed} --part {wildcards.model}/{wildcards.profile}"
+        " --data {input} --json {output.json} --csv {output.csv}"
+
+
+rule tuning_table:
+    """One dataset's tuning choices and grid, joined from its parts: the page the report shows."""
+    input:
+        tuning_part_files,
+    output:
+        json=f"{OUT}results/tuning/{{paper}}/{{dataset}}.json",
+        csv=f"{OUT}results/tuning/{{paper}}/{{dataset}}.csv",
+        html=report(
+            f"{OUT}results/tuning/{{paper}}/{{dataset}}.html",
+            caption="../report/tuning.rst",
+            category=lambda wildcards: report_category(wildcards.paper),
+            subcategory="tuning (non-private)",
+        ),
+    log:
+        f"{OUT}logs/tuning_table/{{paper}}/{{dataset}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/tuning_table/{{paper}}/{{dataset}}.tsv"
+    group:
+        cluster_group("product")
+    conda:
+        "../envs/dperm.yaml"
+    resources:
+        **cluster_resources("product"),
+    shell:
+        "python -m dperm --log {log} tuning-table --parts {input} --json {output.json} --csv {output.csv}"
+        " --html {output.html}"
 
 
 rule optimum:
