@@ -452,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tuning-table", help="join the parts of one dataset's tuning into its choices and grid")
     p.add_argument("--parts", nargs="+", required=True,
-                   help="the parts' choices (.json), in dperm.tuning.tuning_parts' order; each grid is the .csv beside it")
+                   help="the parts' choices (.json), in dperm.tuning.tuning_parts' order; "
+                        "each grid is the .csv beside it")
     p.add_argument("--json", required=True, help="choices")
     p.add_argument("--csv", required=True, help="every grid point and its score")
     p.add_argument("--html", default=None, help="the grid as an HTML page (the report shows it)")
