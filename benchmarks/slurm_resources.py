@@ -24,6 +24,8 @@ where it exists (the benchmark files sample CPU time and undercount). From those
      measured), scaled so that the jobs matching a `--cpu pattern=s` sum to the CPU seconds
      docs/performance.md measured for them at the full protocol (the first matching pattern
      wins; a paper's unmatched jobs take the mean factor of its patterns), plus the start-up.
+  `--ignore label:kind` leaves out a run's jobs of a kind that the workflow has since reshaped
+  (e.g. its tunings, one job per dataset before they were split into parts measured by another run).
   Keys are those of common.smk's cluster_key (paper/experiment/dataset/model/algorithm for a fit)
   and patterns are shell globs over "kind:key".
 """
@@ -167,11 +169,21 @@ def main() -> None:
     parser.add_argument("--target", default="all", help="the target whose jobs are listed (default: all)")
     parser.add_argument("--runtime-factor", type=int, default=3)
     parser.add_argument("--note", default="", help="how the runs were measured (load, commit)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="LABEL:KIND",
+                        help="leave out a run's jobs of a kind (jobs the workflow no longer has, e.g. "
+                             "default:tuning when another run measured the tuning as it now is)")
     parser.add_argument("--measured-at", default=None,
                         help="the commit the --full runs ran at (the header names it; dperm estimate prints it)")
     args = parser.parse_args()
 
     reduced, full = read_runs(args.run), read_runs(args.full)
+    for spec in args.ignore:
+        label, sep, kind = spec.partition(":")
+        runs = reduced if label in reduced else full
+        if not sep or label not in runs or kind not in KINDS:
+            sys.exit(f"--ignore {spec!r}: give LABEL:KIND, a label of --run/--full ({', '.join([*reduced, *full])}) "
+                     f"and a kind ({', '.join(KINDS)})")
+        runs[label] = [r for r in runs[label] if r["kind"] != kind]
     everything = [r for rows in (*reduced.values(), *full.values()) for r in rows]
     measured_full = mean_by_key([r for rows in full.values() for r in rows])
     estimate_from = args.estimate_from or list(reduced)

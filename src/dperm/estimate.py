@@ -234,7 +234,8 @@ def read_sizes(workdir: str = ".") -> tuple[dict, str]:
     # the header's comment lines as one text (benchmarks/slurm_resources.py wraps them)
     header = " ".join(line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#"))
     written = re.search(r"on (\d{4}-\d\d-\d\d) at commit (\w+)", header)
-    measured = re.search(r"jobs measured at commit (\w+)", header)
+    # the commit, and what ran at another one when the table joins runs, e.g. "2613c55 (tuning: 7e05b37)"
+    measured = re.search(r"jobs measured at commit (\w+(?: \([^()]*\))?)", header)
     if measured:  # the run the times come from, not the commit that wrote the table
         origin = f"measured at commit {measured.group(1)}" + (f", written on {written.group(1)}" if written else "")
     elif written:

@@ -160,6 +160,10 @@ def test_the_table_s_origin_is_the_run_it_was_measured_from(tmp_path):
     sizes, origin = read_sizes(str(tmp_path))
     assert sizes == {"runtime_factor": 3}
     assert origin == "measured at commit f7493d3, written on 2026-11-26"
+    # a table joining runs at two commits names both
+    table.write_text("# on 2026-11-27 at commit 1b2c3d4; jobs measured at commit 2613c55 (the tuning\n"
+                     "# parts: 7e05b37). A note.\nruntime_factor: 3\n")
+    assert read_sizes(str(tmp_path))[1] == "measured at commit 2613c55 (the tuning parts: 7e05b37), written on 2026-11-27"
     table.write_text("# on 2026-11-20 at commit 9dc9b9d. A note.\nruntime_factor: 3\n")
     assert read_sizes(str(tmp_path))[1] == "measured at commit 9dc9b9d on 2026-11-20"
     table.write_text("runtime_factor: 3\n")
