@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -33,7 +34,19 @@ from slurm_resources import key_of  # noqa: E402
 from dperm.estimate import job_seconds  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-LOCAL = {"fetch_raw"}  # localrules of the workflow (the dry run prints them as rules)
+
+
+def _localrules() -> set[str]:
+    """The rules the workflow's rule files declare local (`localrules:` blocks; a dry run without
+    an executor prints them as rules): they run on the submitting host, outside the cluster."""
+    names = set()
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.findall(r"^localrules:\n((?:    \w+,\n)+)", path.read_text(), re.M):
+            names |= set(re.findall(r"(\w+),", block))
+    return names
+
+
+LOCAL = _localrules()
 
 
 def seconds(sizes: dict, job: dryrun.Job) -> float:

@@ -32,6 +32,13 @@ checkpoint tune:
         " --data {input} --json {output.json} --csv {output.csv}"
 
 
+# Joining a dataset's tuning parts reads a few small files: on a cluster it runs on the submitting
+# host as soon as the parts exist (in the report group it would wait for the paper's last fit and
+# then run in line with the summaries, on the critical path).
+localrules:
+    tuning_table,
+
+
 rule tuning_table:
     """One dataset's tuning choices and grid, joined from its parts: the page the report shows."""
     input:
@@ -49,12 +56,8 @@ rule tuning_table:
         f"{OUT}logs/tuning_table/{{paper}}/{{dataset}}.log",
     benchmark:
         f"{OUT}benchmarks/out/tuning_table/{{paper}}/{{dataset}}.tsv"
-    group:
-        cluster_group("product")
     conda:
         "../envs/dperm.yaml"
-    resources:
-        **cluster_resources("product"),
     shell:
         "python -m dperm --log {log} tuning-table --parts {input} --json {output.json} --csv {output.csv}"
         " --html {output.html}"
