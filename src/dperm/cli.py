@@ -200,6 +200,7 @@ def _write_tuning(args, chosen, grid) -> None:
 
 def _cmd_tuning_table(args) -> None:
     import json
+    from pathlib import Path
 
     import pandas as pd
 
@@ -215,7 +216,7 @@ def _cmd_tuning_table(args) -> None:
         if missing:
             raise ValueError(f"{path.removesuffix('.json')}.csv has no column(s) {missing}: not a tuning grid")
         grid[text] = grid[text].fillna("")
-        parts.append((json.loads(open(path).read()), grid))
+        parts.append((json.loads(Path(path).read_text(encoding="utf-8")), grid))
     chosen, grid = merge(parts)
     _write_tuning(args, chosen, grid)
     log.info("tuning of %d part(s) -> %s", len(parts), args.json)

@@ -108,12 +108,13 @@ def tuning_parts(paper: dict, dataset: str) -> list[tuple[str, str]]:
     """(model, tuning profile) of each part of ``dataset``'s tuning, in the order one run over the
     whole dataset makes them (:func:`tuning_jobs`)."""
     paper = as_spec(paper)
-    return [(model, tuning_profile(paper, experiment)) for d, model, experiment in tuning_jobs(paper) if d == dataset]
+    return [(model, tuning_profile(paper, experiment)) for _, model, experiment in tuning_jobs(paper, [dataset])]
 
 
-def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
+def tuning_jobs(paper: dict, datasets=None, parts=None) -> list[tuple[str, str, str]]:
     """(dataset, model, experiment) for every (dataset, model, tuning profile) the tuned
-    experiments use (the first experiment of each wins)."""
+    experiments use (the first experiment of each wins); only those of ``datasets`` and of the
+    (model, tuning profile) ``parts`` when given (None: all)."""
     paper = as_spec(paper)
     seen, out = set(), []
     for name in paper["tuning"]["experiments"]:
@@ -122,7 +123,9 @@ def tuning_jobs(paper: dict) -> list[tuple[str, str, str]]:
             if (dataset, model, exp["profile"]) not in seen:
                 seen.add((dataset, model, exp["profile"]))
                 out.append((dataset, model, name))
-    return out
+    return [(dataset, model, name) for dataset, model, name in out
+            if (datasets is None or dataset in datasets)
+            and (parts is None or (model, tuning_profile(paper, name)) in parts)]
 
 
 def runs_with(paper: dict, key: str, dataset: str, model: str, profile: str | None = None) -> bool:
@@ -194,22 +197,13 @@ def grid_edges(grid: dict, point: dict) -> str:
     return "; ".join(out)
 
 
-def _selected(paper: dict, datasets, parts):
-    """The (dataset, model, experiment) of :func:`tuning_jobs` a run makes choices for: those of
-    ``datasets`` (None: every dataset) and, of those, the (model, tuning profile) ``parts`` (None:
-    every part)."""
-    return [(dataset, model, experiment) for dataset, model, experiment in tuning_jobs(paper)
-            if (datasets is None or dataset in datasets)
-            and (parts is None or (model, tuning_profile(paper, experiment)) in parts)]
-
-
 def _progress(paper: dict, datasets, parts=None):
     """The tuning run's :class:`dperm.progress.Progress`, counted in grid points: the λ grid of each
     (dataset, model) it tunes, and each block's grid once per ε group (one, or one per ε)."""
     from .progress import Progress
 
     tuning, total = paper["tuning"], 0
-    for dataset, model, experiment in _selected(paper, datasets, parts):
+    for dataset, model, experiment in tuning_jobs(paper, datasets, parts):
         total += len(tuning["l2"]["grid"]) if "l2" in tuning else 0
         for block in tuning.get("hyper", []):
             if runs_with(paper, block["algorithm"], dataset, model, tuning_profile(paper, experiment)):
@@ -253,7 +247,7 @@ def tune(paper: dict, data: Callable[[str, str], dict], seed: int, datasets=None
             + (f"; WARNING: at the edge of its grid: {edge}" if edge else ""))
         return edge
 
-    for dataset, model, experiment in _selected(paper, datasets, parts):
+    for dataset, model, experiment in tuning_jobs(paper, datasets, parts):
         profile = tuning_profile(paper, experiment)
         where = f"{dataset}/{profile}/{model}"
         default_l2 = paper["models"][model].get("l2", 0.0)

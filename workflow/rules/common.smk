@@ -32,7 +32,6 @@ from dperm.tuning import (
     tuned_algorithms,
     tuning_jobs,
     tuning_parts,
-    tuning_profile,
     tuning_spec,
 )
 from dperm.report.products import Reads
@@ -379,9 +378,9 @@ def tuning_data(wildcards):
     files = sorted(
         {
             prepared(dataset, profile)
-            for dataset, model, experiment in tuning_jobs(spec)
-            if (dataset, model, tuning_profile(spec, experiment))
-            == (wildcards.dataset, wildcards.model, wildcards.profile)
+            for dataset, model, experiment in tuning_jobs(
+                spec, [wildcards.dataset], [(wildcards.model, wildcards.profile)]
+            )
             for profile in needed_profiles(spec, experiment, dataset, model)
         }
     )
