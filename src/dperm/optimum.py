@@ -56,7 +56,7 @@ def _solve(problem, gtol: float, x0=None):
     smooth = getattr(loss, "smooth", False)
     x0 = np.zeros(problem.p) if x0 is None else x0
     if solvers.newton_applies(problem):
-        res = solvers.newton(problem.value_and_grad, lambda w: solvers.glm_hessian(problem, w), x0, gtol)
+        res = solvers.glm_newton(problem, x0, gtol)
         x, f, gn = res.x, res.fun, res.grad_norm
         if gn <= gtol:
             gap, _ = solvers.certificate(gn, problem.strong_convexity, x)

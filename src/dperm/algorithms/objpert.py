@@ -188,8 +188,7 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
         fun, hessp = perturbed_objective(clipped, b, Delta)
         x0, res, spent = np.zeros(problem.p), None, (0, 0.0)
         if newton:
-            res = solvers.newton(fun, lambda w: solvers.glm_hessian(clipped, w, shift=Delta / problem.n),
-                                 x0, gtol)
+            res = solvers.glm_newton(clipped, x0, gtol, value_and_grad=fun, shift=Delta / problem.n)
             x0, spent = res.x, (res.nit, res.n_grad_evals)
         if res is None or not res.success:
             res = solvers.lbfgs(fun, x0, jac=True, hessp=hessp, mu=mu_J, gtol=gtol, max_iter=max_iter)
