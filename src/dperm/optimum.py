@@ -47,7 +47,7 @@ NONSMOOTH_FTOL = 2.220446049250313e-09  # scipy's default (factr 1e7), as the re
 def _solve(problem, gtol: float, x0=None):
     """(F*, bound on F(ŵ) − F*, ‖∇F(ŵ)‖, ŵ).
 
-    Smooth GLM losses of moderate dimension: damped Newton (:func:`dperm.solvers.newton`), certified from the
+    Smooth GLM losses of moderate dimension: damped Newton (:func:`dperm.solvers.glm_newton`), certified from the
     final gradient as L-BFGS's answers are; if it stops above gtol, L-BFGS continues from its
     point. Other smooth losses: L-BFGS to ‖∇F‖ ≤ gtol. A non-smooth loss (hinge) stops on
     L-BFGS's relative decrease instead.
