@@ -306,3 +306,28 @@ def test_descent_path_reuse_gives_the_fresh_iterate():
     assert calls == [5, 7, 18, 2]  # each step of the longest path once: 5 + 7 + 18, and 5 -> 7
     w2, _ = outpert.gd_endpoint(problem, 30, 0.25)  # another step size is another path
     assert not np.allclose(w2, outpert.gd_endpoint(problem, 30, 0.5)[0])
+
+
+def test_row_bound_scaling_of_a_read_only_fold_is_made_once_and_equals_a_fresh_one():
+    """A tuning grid scales the same training fold for every candidate: on read-only rows (the
+    protocol's folds) the scaled rows, their digest and their sparse copy are made once and the
+    values are a fresh scaling's bit for bit; writeable rows are scaled anew on every call, so
+    a change made in place is never served from the cache."""
+    problem = _problem()
+    fresh = enforce_row_bound(problem, 0.5)
+    frozen = problem.X.copy()
+    frozen.setflags(write=False)
+    fold = Problem(frozen, problem.y, problem.loss, problem.l2, shared={})
+    first, second = enforce_row_bound(fold, 0.5), enforce_row_bound(fold, 0.5)
+    assert first.X is second.X and first.shared is second.shared and not first.X.flags.writeable
+    np.testing.assert_array_equal(first.X, fresh.X)
+    np.testing.assert_array_equal(first.row_norms, fresh.row_norms)
+    assert first.rows_digest() == fresh.rows_digest()
+    assert first.shared["rows_digest"][0] is second.X  # the digest made for the first serves the second
+    other = enforce_row_bound(fold, 0.25)  # another bound: other rows
+    assert other.X is not first.X and np.linalg.norm(other.X, axis=1).max() <= 0.25 * (1 + 1e-12)
+    assert enforce_row_bound(fold, 1e6) is fold  # no row above the bound: the problem itself
+    again = enforce_row_bound(problem, 0.5)
+    assert again.X is not fresh.X  # writeable rows: a new scaling every time
+    problem.X[0, 0] += 1.0  # another direction: its scaled row moves too
+    assert not np.array_equal(enforce_row_bound(problem, 0.5).X[0], fresh.X[0])
