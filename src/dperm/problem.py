@@ -164,29 +164,36 @@ class Problem:
             self.shared = {}
         return self.shared
 
+    def rows_cached(self, key, make):
+        """``make()``, something derived from X alone, kept under ``key`` in the ``shared`` store
+        of the problems made on these rows when X cannot change (read-only, as the protocol's
+        training folds are, and every base it views read-only too): made once per store then.
+        A writeable X gets ``make()`` on every call, so that a change made in place is never
+        served from a stale entry."""
+        if not _read_only(self.X):
+            return make()
+        store = self._store()
+        cached = store.get(key)
+        if cached is None or cached[0] is not self.X:
+            cached = store[key] = (self.X, make())
+        return cached[1]
+
     def rows_digest(self) -> str:
         """A digest of X (blake2b-128 of its shape, dtype and bytes), the key under which
         per-process caches keep what they derived from these rows (OutPert's descent paths,
         PIDP-SGD's non-private start).
 
         Hashing X costs a pass over it (48 ms on an Adult fold, the time of 45 gradient steps),
-        so when X cannot change (read-only, as the protocol's training folds are, and every base
-        it views read-only too) the digest is computed once and kept in the ``shared`` store of
-        the problems made on these rows; a writeable X is hashed on every call, so that a change
-        made in place is never served from a stale key."""
-        frozen = _read_only(self.X)
-        if frozen:
-            store = self._store()
-            cached = store.get("rows_digest")
-            if cached is not None and cached[0] is self.X:
-                return cached[1]
-        h = hashlib.blake2b(digest_size=16)
-        h.update(repr((self.X.shape, self.X.dtype.str)).encode())
-        h.update(self.X.view(np.uint8))
-        digest = h.hexdigest()
-        if frozen:
-            store["rows_digest"] = (self.X, digest)
-        return digest
+        so it is made once for read-only rows (:meth:`rows_cached`) and on every call for a
+        writeable X."""
+
+        def digest():
+            h = hashlib.blake2b(digest_size=16)
+            h.update(repr((self.X.shape, self.X.dtype.str)).encode())
+            h.update(self.X.view(np.uint8))
+            return h.hexdigest()
+
+        return self.rows_cached("rows_digest", digest)
 
     def subset(self, rows) -> Problem:
         """The same problem on a subset of rows (e.g. a training fold)."""

@@ -37,36 +37,36 @@ def enforce_row_bound(problem: Problem, row_bound: float) -> Problem:
     """``problem`` with rows scaled to ‖x_i‖ ≤ ``row_bound`` and real targets clipped to [0, 1].
 
     Returns ``problem`` itself when nothing changes (no copy of X). On read-only rows (the
-    protocol's training folds) the scaled rows are made once per bound and kept, read-only, in
-    ``problem``'s shared store with a store of their own, so that what is derived from them (the
-    sparse copy, the digest OutPert's path cache keys on) is made once too: a tuning grid scales
-    the same fold for every candidate (on an Adult fold 9 ms of copying and 48 ms of hashing per
-    fit before). The values are those of a fresh scaling, bit for bit.
+    protocol's training folds) the scaled rows are made once per bound and kept, read-only,
+    with a store of their own (:meth:`~dperm.problem.Problem.rows_cached`), so that what is
+    derived from them (the sparse copy, the digest OutPert's path cache keys on) is made once
+    too: a tuning grid scales the same fold for every candidate (on an Adult fold 9 ms of
+    copying and 48 ms of hashing per fit before). The values are those of a fresh scaling, bit
+    for bit.
     """
     R = check_row_bound(row_bound)
     y = problem.y
     if problem.loss.labels == "real":
         y = np.clip(y, 0.0, 1.0)
-    frozen = _read_only(problem.X)
-    cached = problem._store().get(("row_bound", R)) if frozen else None
-    if cached is not None and cached[0] is problem.X:
-        X, norms, shared = cached[1:]
-    else:
-        norms = problem.row_norms
-        scale = np.minimum(1.0, R / np.maximum(norms, np.finfo(float).tiny))
-        if np.all(scale == 1.0):
-            X, shared = None, None  # the rows as they are
-        else:
-            X, norms, shared = problem.X * scale[:, None], norms * scale, {}
-            if frozen:
-                X.setflags(write=False)
-        if frozen:
-            problem._store()[("row_bound", R)] = (problem.X, X, norms, shared)
+    X, norms, shared = problem.rows_cached(("row_bound", R), lambda: _bounded_rows(problem, R))
     if X is None:
         if y is problem.y or np.array_equal(y, problem.y):
             return problem
         X = problem.X * 1.0  # a copy, as a fresh scaling by 1 makes
     return Problem(X, y, problem.loss, problem.l2, norms, shared)
+
+
+def _bounded_rows(problem: Problem, R: float):
+    """(X with rows scaled to ‖x_i‖ ≤ R, their norms, a store for them), read-only when
+    ``problem``'s rows are; (None, the norms, None) when no row exceeds R."""
+    norms = problem.row_norms
+    scale = np.minimum(1.0, R / np.maximum(norms, np.finfo(float).tiny))
+    if np.all(scale == 1.0):
+        return None, norms, None
+    X = problem.X * scale[:, None]
+    if _read_only(problem.X):
+        X.setflags(write=False)
+    return X, norms * scale, {}
 
 
 def smooth_surrogate(problem: Problem, huber_h: float | None) -> tuple[Problem, list[str]]:
