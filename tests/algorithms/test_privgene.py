@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm.algorithms import Privacy, get_algorithm
+from dperm.algorithms import Privacy, get_algorithm, privgene
 from dperm.algorithms.privgene import (
     _Nonzeros,
     _RowEntries,
@@ -81,6 +81,64 @@ def test_batch_entries_score_as_the_dense_batch_block(loss):
         want = scores(loss, X[rows], y[rows], parent, 0.21, 3.0, 1.0, lookup=False)
         assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
         assert np.array_equal(np.sort(block.vals), np.sort(X[rows][X[rows] != 0]))
+
+
+def one_hot_data(rng, n=300):
+    """A bias, two one-hot groups (3 and 4 levels), a binary column scaled to 0.5 and numeric
+    columns that sometimes hold 1.0 (not single-valued): Adult's and KDDCup99's shapes."""
+    numeric = rng.random((n, 3))
+    numeric[numeric < 0.3] = 0.0
+    numeric[numeric > 0.9] = 1.0
+    return np.column_stack([np.ones(n), np.eye(3)[rng.integers(0, 3, n)], np.eye(4)[rng.integers(0, 4, n)],
+                            0.5 * rng.integers(0, 2, n), numeric])
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5)], ids=repr)
+@pytest.mark.parametrize("lookup", [True, False])
+def test_single_value_columns_change_no_bit(loss, lookup, monkeypatch):
+    """The one-hot columns' entries, computed once per row and looked up, must give the scores of
+    the plain column-order layout to the bit (the same operations on the same numbers, each
+    column summed in the same order), so that the exponential mechanism selects as before."""
+    rng = np.random.default_rng(21)
+    X = one_hot_data(rng)
+    y = labels(rng, loss, X.shape[0])
+    fast = _Nonzeros(X, y, loss, lookup)
+    assert fast.single == 1.0 and fast.n_single == 3 * X.shape[0]  # the bias and the two groups
+    monkeypatch.setattr(privgene, "_single_value_first", lambda cols, vals, counts, n: (np.arange(counts.size), 0, None))
+    plain = _Nonzeros(X, y, loss, lookup)
+    assert plain.n_single == 0
+    for scale in (0.0, 0.4, 4.0):
+        parent = rng.normal(size=X.shape[1]) * scale
+        margins = X @ parent
+        for s in (0.5, 0.013):
+            got = relative_scores(loss, fast, margins.copy(), y, parent, s, 2.0, 1.0)
+            want = relative_scores(loss, plain, margins.copy(), y, parent, s, 2.0, 1.0)
+            assert np.array_equal(got, want)
+            assert np.allclose(got, naive_scores(loss, X, y, parent, s, 2.0, 1.0), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=repr)
+def test_compact_batches_change_no_bit(loss):
+    """A batch cut from the compact entries (one-byte columns, values as codes into the distinct
+    values) scores exactly as one cut from the raw float64 entries."""
+    rng = np.random.default_rng(22)
+    X = one_hot_data(rng, n=500)
+    y = labels(rng, loss, 500)
+    entries = _RowEntries(X)
+    assert entries.cols.dtype == np.uint8 and entries.codes is not None and entries.vals is None
+    rows_all, cols_all = np.nonzero(X)
+    start = np.searchsorted(rows_all, np.arange(501))
+    for size in (1, 60, 500):
+        rows = np.sort(rng.choice(500, size=size, replace=False))
+        entry = np.concatenate([np.arange(start[r], start[r + 1]) for r in rows]).astype(np.intp)
+        local = np.repeat(np.arange(size), np.diff(start)[rows])
+        raw = _Nonzeros.from_entries(cols_all[entry], local, X[rows_all[entry], cols_all[entry]], y[rows][local],
+                                     X.shape[1], loss)
+        parent = rng.normal(size=X.shape[1])
+        t = X[rows] @ parent
+        got = relative_scores(loss, entries.batch(rows, y[rows], loss), t.copy(), y[rows], parent, 0.3, 2.0, 1.0)
+        want = relative_scores(loss, raw, t.copy(), y[rows], parent, 0.3, 2.0, 1.0)
+        assert np.array_equal(got, want)
 
 
 def test_row_entries_move_tracks_the_margins():

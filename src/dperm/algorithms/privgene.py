@@ -94,30 +94,72 @@ def score_sensitivity(C: float, s: float, feature_bound: float, slope: float, *,
     return 2.0 * one_row
 
 
+def _single_value_first(cols: np.ndarray, vals: np.ndarray, counts: np.ndarray, n: int):
+    """(column order, entries in the leading columns, their value): the columns whose non-zeros
+    all hold one value v first (one-hot columns, v = 1; the v held by the most entries), then
+    the rest, each group in column order. In those columns a row's loss change is the same, so
+    :func:`relative_scores` computes it once per row; worth it once they hold more entries than
+    half the rows (Adult: 9 of 13 entries per row). ``cols`` sorted, ``counts`` per column."""
+    p = counts.size
+    nonempty = np.flatnonzero(counts)
+    plain = (np.arange(p), 0, None)
+    if nonempty.size == 0:
+        return plain
+    seg = (np.cumsum(counts) - counts)[nonempty]
+    lo, hi = np.minimum.reduceat(vals, seg), np.maximum.reduceat(vals, seg)
+    one = lo == hi
+    if not one.any():
+        return plain
+    values, which = np.unique(lo[one], return_inverse=True)
+    v = values[np.argmax(np.bincount(which.ravel(), weights=counts[nonempty][one]))]
+    lead = np.zeros(p, dtype=bool)
+    lead[nonempty[one & (lo == v)]] = True
+    held = int(counts[lead].sum())
+    if 2 * held <= n:
+        return plain
+    return np.concatenate([np.flatnonzero(lead), np.flatnonzero(~lead)]), held, float(v)
+
+
 class _Nonzeros:
     """The non-zero entries of a data block (rows, cols, vals), with the labels of their rows and
     three scratch buffers (no page faults per iteration). Built from a dense block, the entries
     are in column order and per-column sums are segment sums (``reduceat``); built from a
     mini-batch's entries (:meth:`from_entries`), they are in row order and summed by ``bincount``.
-    ``lookup``: tabulate e^{±δ} − 1 per distinct value (worth it for a block used many times)."""
+    ``lookup``: tabulate e^{±δ} − 1 per distinct value (worth it for a block used many times).
+
+    Built from a dense block, the ``n_single`` entries of the columns whose non-zeros all equal
+    ``single`` come first (:func:`_single_value_first`); each column's entries keep their row
+    order, so every column sum adds the same numbers in the same order as in plain column order."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, loss, lookup: bool = True):
+        n, p = X.shape
         cols, rows = np.nonzero(X.T)  # column-major order: sorted by column
-        starts = np.searchsorted(cols, np.arange(X.shape[1]))
-        self.nonempty = np.diff(np.append(starts, cols.size)) > 0
-        self.starts = starts[self.nonempty]
-        self._build(cols, rows, X[rows, cols], y[rows], X.shape[1], loss, lookup)
+        vals = X[rows, cols]
+        counts = np.bincount(cols, minlength=p)
+        order, self.n_single, self.single = _single_value_first(cols, vals, counts, n)
+        if self.n_single:
+            rank = np.empty(p, dtype=np.intp)
+            rank[order] = np.arange(p)
+            moved = np.argsort(rank[cols], kind="stable")  # stable: rows stay in order within a column
+            cols, rows, vals = cols[moved], rows[moved], vals[moved]
+        counts = counts[order]
+        nonempty = counts > 0
+        self.starts = (np.cumsum(counts) - counts)[nonempty]
+        self.sum_cols = order[nonempty]  # the column each segment sums
+        self._build(cols, rows, vals, y[rows], p, loss, lookup)
 
     @classmethod
-    def from_entries(cls, cols, rows, vals, y, p, loss, lookup=False):
+    def from_entries(cls, cols, rows, vals, y, p, loss, table=None):
         """The structure from entries in any order: column indices ``cols``, block row indices
-        ``rows``, values, and ``y`` the label of each entry's row (:class:`_RowEntries`)."""
+        ``rows``, values, and ``y`` the label of each entry's row (:class:`_RowEntries`).
+        ``table`` = (distinct values, each entry's code into them), when the caller has one."""
         self = cls.__new__(cls)
         self.starts = None  # column sums by bincount
-        self._build(cols, rows, vals, y, p, loss, lookup)
+        self.n_single, self.single = 0, None
+        self._build(cols, rows, vals, y, p, loss, lookup=False, table=table)
         return self
 
-    def _build(self, cols, rows, vals, y, p, loss, lookup):
+    def _build(self, cols, rows, vals, y, p, loss, lookup, table=None):
         self.cols, self.rows, self.vals, self.y, self.p = cols, rows, vals, y, p
         self.buf = (np.empty(self.cols.size), np.empty(self.cols.size), np.empty(self.cols.size))
         if isinstance(loss, Logistic):
@@ -125,7 +167,7 @@ class _Nonzeros:
             # has few): the per-iteration cost is two log1p per entry and no other transcendental.
             target = self.y if loss.labels == "01" else 0.5 * (self.y + 1.0)
             self.xty = self.column_sums(target * self.vals)
-            self.uniq = self.inv = None
+            self.uniq, self.inv = table if table is not None else (None, None)
             if lookup:
                 uniq, inv = np.unique(self.vals, return_inverse=True)
                 if uniq.size <= max(4096, self.cols.size // 16):
@@ -138,30 +180,56 @@ class _Nonzeros:
             return np.bincount(self.cols, weights=v, minlength=self.p)
         out = np.zeros(self.p)
         if self.starts.size:
-            out[self.nonempty] = np.add.reduceat(v, self.starts)
+            out[self.sum_cols] = np.add.reduceat(v, self.starts)
         return out
 
 
-class _RowEntries:
-    """The non-zeros of the whole data, kept once per fit, from which each mini-batch's
-    :class:`_Nonzeros` is cut without scanning the batch's dense rows (``np.nonzero`` of a
-    40,000 × 119 block costs ~0.1 s on KDDCup99, and PrivGene takes up to ~800 batches per run).
+def _index_type(count: int) -> np.dtype:
+    """The smallest unsigned integer type holding 0..count−1: indices gathered per batch entry
+    move fewer bytes (a batch's gathers, not its arithmetic, dominate a KDDCup99 iteration)."""
+    return np.min_scalar_type(max(int(count) - 1, 0))
 
-    Row-major (CSR-like: ``start`` of each row's run in ``cols``/``vals``), so a batch's entries
+
+class _RowEntries:
+    """The non-zeros of the whole data, kept once per training fold, from which each
+    mini-batch's :class:`_Nonzeros` is cut without scanning the batch's dense rows (``np.nonzero``
+    of a 40,000 × 119 block costs ~0.1 s on KDDCup99, and PrivGene takes up to ~800 batches per run).
+
+    Row-major (CSR-like: ``start`` of each row's run in ``cols``/``codes``), so a batch's entries
     are a few contiguous runs gathered in O(nnz of the batch); their column sums are taken by
     ``bincount``, so they need no sort. The scores equal those of the dense construction
     ``_Nonzeros(X[rows], y[rows])`` up to the order of summation (a test compares them). Also
     column-major (``col_*``), so the margins X·w of all rows follow a one-coordinate move in
-    O(nnz of that column) instead of a product with the batch."""
+    O(nnz of that column) instead of a product with the batch.
+
+    Compact: column indices in the smallest integer type (one byte for p ≤ 256) and, where the
+    data have few distinct values (one-hot and min–max scaled columns: 17,406 on KDDCup99),
+    each value as a code into the table ``uniq`` (two bytes), so a batch gathers 3 bytes per
+    entry instead of 16, and e^{±δ} − 1 is computed per distinct value, not per entry; the
+    values looked up are the same floats, so the scores are the same to the bit."""
 
     def __init__(self, X: np.ndarray):
         n, p = X.shape
         rows, cols = np.nonzero(X)  # row-major order
-        self.cols, self.vals, self.p = cols, X[rows, cols], p
+        vals = X[rows, cols]
+        self.p = p
         self.start = np.searchsorted(rows, np.arange(n + 1))
+        self.cols = cols.astype(_index_type(p))
+        uniq, inv = np.unique(vals, return_inverse=True)
+        if uniq.size <= max(4096, vals.size // 16):
+            self.uniq, self.codes, self.vals = uniq, inv.ravel().astype(_index_type(uniq.size)), None
+        else:
+            self.uniq, self.codes, self.vals = None, None, vals
         order = np.argsort(cols, kind="stable")
-        self.col_rows, self.col_vals = rows[order], self.vals[order]
-        self.col_start = np.searchsorted(self.cols[order], np.arange(p + 1))
+        self.col_rows = rows[order].astype(_index_type(n))
+        self.col_codes = None if self.codes is None else self.codes[order]
+        self.col_vals = vals[order] if self.codes is None else None
+        self.col_start = np.searchsorted(cols[order], np.arange(p + 1))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.start, self.cols, self.uniq, self.codes, self.vals, self.col_rows,
+                                      self.col_codes, self.col_vals, self.col_start) if a is not None)
 
     def batch(self, rows: np.ndarray, y_rows: np.ndarray, loss) -> _Nonzeros:
         """The non-zeros of X[rows] in row order, rows numbered 0..len(rows)−1 as in the block."""
@@ -169,13 +237,18 @@ class _RowEntries:
         offsets = np.cumsum(counts) - counts  # where each batch row's run begins in the output
         entry = np.arange(int(counts.sum())) + np.repeat(first - offsets, counts)
         local = np.repeat(np.arange(rows.size), counts)
-        return _Nonzeros.from_entries(self.cols[entry], local, self.vals[entry], y_rows[local],
-                                      self.p, loss)
+        cols = self.cols[entry].astype(np.intp)  # bincount's index type, converted once for its sums
+        if self.codes is None:
+            return _Nonzeros.from_entries(cols, local, self.vals[entry], y_rows[local], self.p, loss)
+        codes = self.codes[entry]
+        return _Nonzeros.from_entries(cols, local, self.uniq[codes], y_rows[local], self.p, loss,
+                                      table=(self.uniq, codes))
 
     def move(self, margins: np.ndarray, j: int, delta: float) -> None:
         """margins += delta·X[:, j], over the non-zeros of column j only."""
         lo, hi = self.col_start[j], self.col_start[j + 1]
-        margins[self.col_rows[lo:hi]] += delta * self.col_vals[lo:hi]
+        vals = self.col_vals[lo:hi] if self.col_codes is None else self.uniq[self.col_codes[lo:hi]]
+        margins[self.col_rows[lo:hi]] += delta * vals
 
 
 def _logistic_shift_sums(nz: _Nonzeros, margins: np.ndarray, s: float) -> np.ndarray:
@@ -186,23 +259,35 @@ def _logistic_shift_sums(nz: _Nonzeros, margins: np.ndarray, s: float) -> np.nda
     sig += 1.0
     np.reciprocal(sig, out=sig)  # σ(t) per row of the block
     up, down, sig_rows = nz.buf
+    m = nz.n_single
+    if m:
+        # the leading entries all hold x = single: log1p(σ(t)(e^{±s·x} − 1)) once per row, then
+        # looked up per entry (the same operations on the same numbers as entry by entry)
+        e1_up = np.expm1(np.full(1, s * nz.single))
+        e1_down = -e1_up / (1.0 + e1_up)
+        row_up, row_down = np.multiply(e1_up, sig), np.multiply(e1_down, sig)
+        np.log1p(row_up, out=row_up)
+        np.log1p(row_down, out=row_down)
+        np.take(row_up, nz.rows[:m], out=up[:m], mode="clip")
+        np.take(row_down, nz.rows[:m], out=down[:m], mode="clip")
+    rest_up, rest_down, rest_sig, rest_rows = up[m:], down[m:], sig_rows[m:], nz.rows[m:]
     if nz.uniq is not None:
         e_up = np.expm1(s * nz.uniq)  # e^{δ} − 1
         e_down = -e_up / (1.0 + e_up)  # e^{−δ} − 1 ∈ (−1, 0]
         # mode="clip" skips the bounds-error path (indices are valid by construction): 4× faster
-        np.take(e_up, nz.inv, out=up, mode="clip")
-        np.take(e_down, nz.inv, out=down, mode="clip")
+        np.take(e_up, nz.inv[m:], out=rest_up, mode="clip")
+        np.take(e_down, nz.inv[m:], out=rest_down, mode="clip")
     else:
-        np.multiply(nz.vals, s, out=up)
-        np.expm1(up, out=up)
-        np.add(up, 1.0, out=down)
-        np.divide(up, down, out=down)
-        np.negative(down, out=down)
-    np.take(sig, nz.rows, out=sig_rows, mode="clip")
-    up *= sig_rows
-    np.log1p(up, out=up)
-    down *= sig_rows
-    np.log1p(down, out=down)
+        np.multiply(nz.vals[m:], s, out=rest_up)
+        np.expm1(rest_up, out=rest_up)
+        np.add(rest_up, 1.0, out=rest_down)
+        np.divide(rest_up, rest_down, out=rest_down)
+        np.negative(rest_down, out=rest_down)
+    np.take(sig, rest_rows, out=rest_sig, mode="clip")
+    rest_up *= rest_sig
+    np.log1p(rest_up, out=rest_up)
+    rest_down *= rest_sig
+    np.log1p(rest_down, out=rest_down)
     lin = s * nz.xty
     return np.concatenate([nz.column_sums(up) - lin, nz.column_sums(down) + lin])
 
@@ -211,17 +296,30 @@ def _hinge_shift_sums(nz: _Nonzeros, margins: np.ndarray, y: np.ndarray, s: floa
     """Σ_i [h(t_i ± s·x_ij) − h(t_i)] per column for the hinge h(t) = max(0, 1 − y t)."""
     a = y * margins
     np.subtract(1.0, a, out=a)  # 1 − y t per row
-    base = np.maximum(a, 0.0)[nz.rows]
-    a = a[nz.rows]
+    base_rows = np.maximum(a, 0.0)
     up, down, _ = nz.buf
-    np.multiply(nz.yv, -s, out=up)
-    up += a
-    np.maximum(up, 0.0, out=up)
-    up -= base
-    np.multiply(nz.yv, s, out=down)
-    down += a
-    np.maximum(down, 0.0, out=down)
-    down -= base
+    m = nz.n_single
+    if m:
+        # the leading entries all hold x = single: the change is a function of the row alone
+        yv = y * nz.single
+        row_up, row_down = np.multiply(yv, -s), np.multiply(yv, s)
+        for row in (row_up, row_down):
+            row += a
+            np.maximum(row, 0.0, out=row)
+            row -= base_rows
+        np.take(row_up, nz.rows[:m], out=up[:m], mode="clip")
+        np.take(row_down, nz.rows[:m], out=down[:m], mode="clip")
+    rest_rows, rest_up, rest_down, rest_yv = nz.rows[m:], up[m:], down[m:], nz.yv[m:]
+    base = base_rows[rest_rows]
+    a = a[rest_rows]
+    np.multiply(rest_yv, -s, out=rest_up)
+    rest_up += a
+    np.maximum(rest_up, 0.0, out=rest_up)
+    rest_up -= base
+    np.multiply(rest_yv, s, out=rest_down)
+    rest_down += a
+    np.maximum(rest_down, 0.0, out=rest_down)
+    rest_down -= base
     return np.concatenate([nz.column_sums(up), nz.column_sums(down)])
 
 
@@ -358,7 +456,13 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
         X = np.clip(X, -feature_bound, feature_bound)
     y = problem.y
     full = _Nonzeros(X, y, loss) if batch_size is None else None
-    entries = _RowEntries(X) if batch_size is not None else None
+    entries = None
+    if batch_size is not None:
+        # made once per training fold and kept for the job's other cells (about 51 MB on a
+        # KDDCup99 fold): building it (non-zeros, their column order, the distinct values) costs
+        # about 1.8 s there, the time of some 100 iterations
+        entries = (problem.rows_cached("privgene-row-entries", lambda: _RowEntries(X)) if X is problem.X
+                   else _RowEntries(X))
     mode = None if batch_size is None else sampling
 
     weights = np.zeros((draws, p))
