@@ -268,6 +268,41 @@ def test_deterministic_and_draws_independent():
     assert len({tuple(w) for w in a.weights}) > 1
 
 
+@pytest.mark.parametrize("batch_size", [None, 60])
+def test_entries_are_made_once_per_read_only_fold(batch_size, monkeypatch):
+    """The fold's non-zeros are made once for read-only rows (the protocol's folds) and kept for
+    the next fits; above the size limit, or on writeable rows, they are made for every fit. The
+    fits are the same either way."""
+    made = []
+    for name in ("_ColumnEntries", "_RowEntries"):
+        cls = getattr(privgene, name)
+        monkeypatch.setattr(privgene, name, type(name, (cls,), {"__init__": lambda self, X, cls=cls: (
+            made.append(1), cls.__init__(self, X))[1]}))
+    rng = np.random.default_rng(9)
+    X = one_hot_data(rng, n=240)
+    y = labels(rng, Logistic(), 240)
+    frozen = X.copy()
+    frozen.setflags(write=False)
+
+    def fits(X):
+        problem = Problem(X, y, Logistic())
+        return [FIT(problem, Privacy(eps, 1e-6), np.random.default_rng(5), draws=2, iterations=6,
+                    batch_size=batch_size).weights for eps in (0.3, 1.0, 3.0)]
+
+    limit = privgene.KEEP_ENTRIES_BYTES
+    kept = fits(frozen)
+    assert len(made) == 1
+    made.clear()
+    monkeypatch.setattr(privgene, "KEEP_ENTRIES_BYTES", 1000)  # less than these entries hold
+    over = fits(frozen)
+    assert len(made) == 3
+    made.clear()
+    monkeypatch.setattr(privgene, "KEEP_ENTRIES_BYTES", limit)
+    writeable = fits(X)
+    assert len(made) == 3
+    assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(kept, over, writeable))
+
+
 @pytest.mark.parametrize("kwargs,name", [
     ({"iterations": 0}, "iterations"), ({"batch_size": 0}, "batch_size"), ({"sampling": "bernoulli"}, "sampling"),
     ({"adjacency": "swap"}, "adjacency"), ({"shrink": 1.5}, "shrink"), ({"initial_scale": -1.0}, "initial_scale"),

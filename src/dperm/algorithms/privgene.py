@@ -120,18 +120,15 @@ def _single_value_first(cols: np.ndarray, vals: np.ndarray, counts: np.ndarray, 
     return np.concatenate([np.flatnonzero(lead), np.flatnonzero(~lead)]), held, float(v)
 
 
-class _Nonzeros:
-    """The non-zero entries of a data block (rows, cols, vals), with the labels of their rows and
-    three scratch buffers (no page faults per iteration). Built from a dense block, the entries
-    are in column order and per-column sums are segment sums (``reduceat``); built from a
-    mini-batch's entries (:meth:`from_entries`), they are in row order and summed by ``bincount``.
-    ``lookup``: tabulate e^{±δ} − 1 per distinct value (worth it for a block used many times).
+class _ColumnEntries:
+    """What :class:`_Nonzeros` needs of a dense block's X alone: its non-zeros in column order,
+    the columns whose non-zeros all equal ``single`` first (:func:`_single_value_first`; their
+    ``n_single`` entries lead), each column's entries in row order, so that every column sum adds
+    the same numbers in the same order as in plain column order; and, made when first asked,
+    the table of distinct values. Made once per training fold and kept for every fit on it
+    (:func:`_kept_per_fold`: 80 ms per fit on an Adult fold, 60 fits per job)."""
 
-    Built from a dense block, the ``n_single`` entries of the columns whose non-zeros all equal
-    ``single`` come first (:func:`_single_value_first`); each column's entries keep their row
-    order, so every column sum adds the same numbers in the same order as in plain column order."""
-
-    def __init__(self, X: np.ndarray, y: np.ndarray, loss, lookup: bool = True):
+    def __init__(self, X: np.ndarray):
         n, p = X.shape
         cols, rows = np.nonzero(X.T)  # column-major order: sorted by column
         vals = X[rows, cols]
@@ -141,12 +138,42 @@ class _Nonzeros:
             rank = np.empty(p, dtype=np.intp)
             rank[order] = np.arange(p)
             moved = np.argsort(rank[cols], kind="stable")  # stable: rows stay in order within a column
-            cols, rows, vals = cols[moved], rows[moved], vals[moved]
+            rows, vals = rows[moved], vals[moved]
         counts = counts[order]
         nonempty = counts > 0
+        self.rows, self.vals, self.p = rows, vals, p
         self.starts = (np.cumsum(counts) - counts)[nonempty]
         self.sum_cols = order[nonempty]  # the column each segment sums
-        self._build(cols, rows, vals, y[rows], p, loss, lookup)
+        self._table = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held, counting the table as made (its index array: one per entry)."""
+        return sum(a.nbytes for a in (self.rows, self.vals, self.starts, self.sum_cols)) + 2 * self.vals.nbytes
+
+    def table(self):
+        """(distinct values, each entry's index into them), or (None, None) when the values are
+        too many for a table to pay (more than max(4096, entries/16))."""
+        if self._table is None:
+            uniq, inv = np.unique(self.vals, return_inverse=True)
+            self._table = (uniq, inv.ravel()) if uniq.size <= max(4096, self.vals.size // 16) else (None, None)
+        return self._table
+
+
+class _Nonzeros:
+    """The non-zero entries of a data block (rows, cols, vals), with the labels of their rows and
+    three scratch buffers (no page faults per iteration). Built from a dense block (through its
+    :class:`_ColumnEntries`), the entries are in column order, the one-valued columns first, and
+    per-column sums are segment sums (``reduceat``); built from a mini-batch's entries
+    (:meth:`from_entries`), they are in row order and summed by ``bincount``.
+    ``lookup``: tabulate e^{±δ} − 1 per distinct value (worth it for a block used many times)."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, loss, lookup: bool = True,
+                 columns: _ColumnEntries | None = None):
+        c = _ColumnEntries(X) if columns is None else columns
+        self.starts, self.sum_cols, self.n_single, self.single = c.starts, c.sum_cols, c.n_single, c.single
+        table = c.table() if lookup and isinstance(loss, Logistic) else None
+        self._build(None, c.rows, c.vals, y[c.rows], c.p, loss, table)
 
     @classmethod
     def from_entries(cls, cols, rows, vals, y, p, loss, table=None):
@@ -156,22 +183,18 @@ class _Nonzeros:
         self = cls.__new__(cls)
         self.starts = None  # column sums by bincount
         self.n_single, self.single = 0, None
-        self._build(cols, rows, vals, y, p, loss, lookup=False, table=table)
+        self._build(cols, rows, vals, y, p, loss, table)
         return self
 
-    def _build(self, cols, rows, vals, y, p, loss, lookup, table=None):
+    def _build(self, cols, rows, vals, y, p, loss, table=None):
         self.cols, self.rows, self.vals, self.y, self.p = cols, rows, vals, y, p
-        self.buf = (np.empty(self.cols.size), np.empty(self.cols.size), np.empty(self.cols.size))
+        self.buf = (np.empty(vals.size), np.empty(vals.size), np.empty(vals.size))
         if isinstance(loss, Logistic):
             # Σ_i target_i x_ij, and e^{±δ} − 1 looked up per distinct value of x (one-hot data
             # has few): the per-iteration cost is two log1p per entry and no other transcendental.
             target = self.y if loss.labels == "01" else 0.5 * (self.y + 1.0)
             self.xty = self.column_sums(target * self.vals)
             self.uniq, self.inv = table if table is not None else (None, None)
-            if lookup:
-                uniq, inv = np.unique(self.vals, return_inverse=True)
-                if uniq.size <= max(4096, self.cols.size // 16):
-                    self.uniq, self.inv = uniq, inv.ravel()
         elif isinstance(loss, Hinge):
             self.yv = self.y * self.vals
 
@@ -182,6 +205,28 @@ class _Nonzeros:
         if self.starts.size:
             out[self.sum_cols] = np.add.reduceat(v, self.starts)
         return out
+
+
+KEEP_ENTRIES_BYTES = 64 * 2**20  # the most kept per training fold (an Adult fold's entries: 11 MB)
+
+
+def _kept_per_fold(problem, X, key, make):
+    """``make()`` (entries derived from X alone), kept with the training fold's rows
+    (:meth:`~dperm.problem.Problem.rows_cached`) when X is the problem's own and what is made
+    holds at most :data:`KEEP_ENTRIES_BYTES`; made on every call otherwise (clipped copies,
+    writeable rows, full KDDCup99 folds: the kept entries live as long as the job's folds)."""
+    if X is not problem.X:
+        return make()
+    fresh = []
+
+    def keep():
+        fresh.append(make())
+        return fresh[0] if fresh[0].nbytes <= KEEP_ENTRIES_BYTES else None
+
+    kept = problem.rows_cached(key, keep)
+    if kept is not None:
+        return kept
+    return fresh[0] if fresh else make()
 
 
 def _index_type(count: int) -> np.dtype:
@@ -455,14 +500,14 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
     if np.abs(X).max(initial=0.0) > feature_bound:  # enforce the public bound (per-entry clip)
         X = np.clip(X, -feature_bound, feature_bound)
     y = problem.y
-    full = _Nonzeros(X, y, loss) if batch_size is None else None
-    entries = None
-    if batch_size is not None:
-        # made once per training fold and kept for the job's other cells (about 51 MB on a
-        # KDDCup99 fold): building it (non-zeros, their column order, the distinct values) costs
-        # about 1.8 s there, the time of some 100 iterations
-        entries = (problem.rows_cached("privgene-row-entries", lambda: _RowEntries(X)) if X is problem.X
-                   else _RowEntries(X))
+    # the non-zeros, made once per training fold and kept for the job's other cells: 1.8 s for a
+    # KDDCup99 fold's row entries (51 MB kept), 80 ms for an Adult fold's column entries
+    full = entries = None
+    if batch_size is None:
+        full = _Nonzeros(X, y, loss, columns=_kept_per_fold(problem, X, "privgene-columns",
+                                                            lambda: _ColumnEntries(X)))
+    else:
+        entries = _kept_per_fold(problem, X, "privgene-rows", lambda: _RowEntries(X))
     mode = None if batch_size is None else sampling
 
     weights = np.zeros((draws, p))
@@ -476,7 +521,7 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
             else:
                 rows = (poisson_batch(child, n, batch_size / problem.n_public) if sampling == "poisson"
                         else np.sort(child.choice(n, size=batch_size, replace=False)))
-                # a fresh block per iteration: no per-value lookup table (its sort costs more)
+                # a fresh block per iteration, its values coded into the fold's table
                 nz, block_y, t = entries.batch(rows, y[rows], loss), y[rows], margins[rows]
             scores = relative_scores(loss, nz, t, block_y, parent, s, C, ridge)
             sens = score_sensitivity(C, s, feature_bound, slope, adjacency=adjacency, sampling=mode)
