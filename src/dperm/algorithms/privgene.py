@@ -45,6 +45,11 @@ evaluates the loss change at the 2·nnz(X) shifted margins t_i ± s·x_ij and su
 (``np.add.reduceat`` over the column-ordered non-zeros) — O(nnz) instead of the reference's
 O(2p·n·p); no loop over candidates. For LR the change is log1p(σ(t)(e^{±s·x} − 1)) ∓ s·x·y
 (no cancellation, e^{±s·x} − 1 looked up per distinct x); for the hinge a few max operations.
+In a column whose non-zeros all hold one value (one-hot columns: 9 of Adult's 13 entries per
+row) that change depends on the row alone, so it is computed once per row and looked up per
+entry; mini-batches gather compact entries (one-byte columns, two-byte value codes). Both do the
+same operations on the same numbers and sum each column in the same order: the scores, hence the
+selections, are those of the plain entry-by-entry computation to the bit (tests).
 """
 
 from __future__ import annotations
