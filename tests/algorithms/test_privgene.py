@@ -117,15 +117,24 @@ def test_single_value_columns_change_no_bit(loss, lookup, monkeypatch):
             assert np.allclose(got, naive_scores(loss, X, y, parent, s, 2.0, 1.0), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("coded", [True, False], ids=["value codes", "too many values for codes"])
 @pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=repr)
-def test_compact_batches_change_no_bit(loss):
+def test_compact_batches_change_no_bit(loss, coded):
     """A batch cut from the compact entries (one-byte columns, values as codes into the distinct
-    values) scores exactly as one cut from the raw float64 entries."""
+    values, or the values themselves where they are too many to code) scores exactly as one cut
+    from the raw float64 entries, and moves the margins as the dense product does."""
     rng = np.random.default_rng(22)
     X = one_hot_data(rng, n=500)
+    if not coded:  # 5,000 distinct values among 6,000-odd entries: more than max(4096, nnz/16)
+        X = np.column_stack([X, rng.random((500, 10))])
     y = labels(rng, loss, 500)
     entries = _RowEntries(X)
-    assert entries.cols.dtype == np.uint8 and entries.codes is not None and entries.vals is None
+    assert entries.cols.dtype == np.uint8 and (entries.codes is not None) == coded
+    margins, w = np.zeros(500), np.zeros(X.shape[1])
+    for j, delta in ((0, 0.5), (X.shape[1] - 1, -0.3), (2, 1.25)):
+        entries.move(margins, j, delta)
+        w[j] += delta
+    assert np.allclose(margins, X @ w, rtol=1e-13, atol=1e-13)
     rows_all, cols_all = np.nonzero(X)
     start = np.searchsorted(rows_all, np.arange(501))
     for size in (1, 60, 500):
