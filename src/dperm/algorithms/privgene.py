@@ -153,7 +153,8 @@ class _ColumnEntries:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held, counting the table as made (its index array: one per entry)."""
+        """Bytes held, counting the table as made: its index array and its distinct values are
+        each at most one word per entry."""
         return sum(a.nbytes for a in (self.rows, self.vals, self.starts, self.sum_cols)) + 2 * self.vals.nbytes
 
     def table(self):
