@@ -95,15 +95,19 @@ def one_hot_data(rng, n=300):
 
 @pytest.mark.parametrize("loss", [Logistic(), Logistic("pm1"), Hinge(), HuberHinge(0.5)], ids=repr)
 @pytest.mark.parametrize("lookup", [True, False])
-def test_single_value_columns_change_no_bit(loss, lookup, monkeypatch):
+@pytest.mark.parametrize("numeric", [True, False], ids=["with numeric columns", "one-hot only"])
+def test_single_value_columns_change_no_bit(loss, lookup, numeric, monkeypatch):
     """The one-hot columns' entries, computed once per row and looked up, must give the scores of
     the plain column-order layout to the bit (the same operations on the same numbers, each
     column summed in the same order), so that the exponential mechanism selects as before."""
     rng = np.random.default_rng(21)
     X = one_hot_data(rng)
+    if not numeric:  # every entry in a one-valued column: nothing left for the per-entry path
+        X = X[:, :8]
     y = labels(rng, loss, X.shape[0])
     fast = _Nonzeros(X, y, loss, lookup)
     assert fast.single == 1.0 and fast.n_single == 3 * X.shape[0]  # the bias and the two groups
+    assert (fast.n_single == np.count_nonzero(X)) == (not numeric)
     monkeypatch.setattr(privgene, "_single_value_first", lambda cols, vals, counts, n: (np.arange(counts.size), 0, None))
     plain = _Nonzeros(X, y, loss, lookup)
     assert plain.n_single == 0
