@@ -23,6 +23,10 @@ from .losses.arrays import read_only as _read_only
 #: pairs; at BANK's and IPUMS-BR's ~30% the two were even) and X has at least SPARSE_MIN_SIZE
 #: entries (below it the copy is not worth its set-up)
 SPARSE_DENSITY = 0.2
+# The most Problem.rows_cached keeps under one key when told the size of what it made: what is
+# kept lives as long as the training fold, and a job holds all its folds (a KDDCup99 fold is
+# 376 MB, an Adult fold 30 MB).
+KEEP_PER_FOLD_BYTES = 64 * 2**20
 SPARSE_MIN_SIZE = 1 << 18
 
 
@@ -164,19 +168,25 @@ class Problem:
             self.shared = {}
         return self.shared
 
-    def rows_cached(self, key, make):
+    def rows_cached(self, key, make, nbytes=None):
         """``make()``, something derived from X alone, kept under ``key`` in the ``shared`` store
         of the problems made on these rows when X cannot change (read-only, as the protocol's
         training folds are, and every base it views read-only too): made once per store then.
         A writeable X gets ``make()`` on every call, so that a change made in place is never
-        served from a stale entry."""
+        served from a stale entry. With ``nbytes`` (the size of what ``make`` returned), a result
+        of more than :data:`KEEP_PER_FOLD_BYTES` is returned but not kept: made on every call."""
         if not _read_only(self.X):
             return make()
         store = self._store()
         cached = store.get(key)
-        if cached is None or cached[0] is not self.X:
-            cached = store[key] = (self.X, make())
-        return cached[1]
+        if cached is not None and cached[0] is self.X:
+            return cached[1]
+        value = make()
+        if nbytes is None or nbytes(value) <= KEEP_PER_FOLD_BYTES:
+            store[key] = (self.X, value)
+        else:
+            store.pop(key, None)
+        return value
 
     def rows_digest(self) -> str:
         """A digest of X (blake2b-128 of its shape, dtype and bytes), the key under which

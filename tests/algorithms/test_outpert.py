@@ -336,16 +336,16 @@ def test_row_bound_scaling_of_a_read_only_fold_is_made_once_and_equals_a_fresh_o
 def test_row_bound_scaling_of_a_large_fold_is_not_kept(monkeypatch):
     """The kept copy lives as long as its fold: rows above the size limit are scaled on every
     call instead (same values), so a job holding several large folds holds no copy of each."""
-    from dperm.privacy import perturbation
+    from dperm import problem as problem_module
 
     problem = _problem()
     frozen = problem.X.copy()
     frozen.setflags(write=False)
     fold = Problem(frozen, problem.y, problem.loss, problem.l2, shared={})
-    monkeypatch.setattr(perturbation, "KEEP_BOUNDED_ROWS_BYTES", frozen.nbytes - 1)
+    monkeypatch.setattr(problem_module, "KEEP_PER_FOLD_BYTES", frozen.nbytes - 1)
     first, second = enforce_row_bound(fold, 0.5), enforce_row_bound(fold, 0.5)
     assert first.X is not second.X and ("row_bound", 0.5) not in fold.shared
     np.testing.assert_array_equal(first.X, second.X)
     np.testing.assert_array_equal(first.X, enforce_row_bound(problem, 0.5).X)
-    monkeypatch.setattr(perturbation, "KEEP_BOUNDED_ROWS_BYTES", frozen.nbytes)  # at the limit: kept
+    monkeypatch.setattr(problem_module, "KEEP_PER_FOLD_BYTES", frozen.nbytes)  # at the limit: kept
     assert enforce_row_bound(fold, 0.5).X is enforce_row_bound(fold, 0.5).X

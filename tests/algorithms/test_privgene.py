@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dperm import problem as problem_module
 from dperm.algorithms import Privacy, get_algorithm, privgene
 from dperm.algorithms.privgene import (
     _Nonzeros,
@@ -302,15 +303,15 @@ def test_entries_are_made_once_per_read_only_fold(batch_size, monkeypatch):
         return [FIT(problem, Privacy(eps, 1e-6), np.random.default_rng(5), draws=2, iterations=6,
                     batch_size=batch_size).weights for eps in (0.3, 1.0, 3.0)]
 
-    limit = privgene.KEEP_ENTRIES_BYTES
+    limit = problem_module.KEEP_PER_FOLD_BYTES
     kept = fits(frozen)
     assert len(made) == 1
     made.clear()
-    monkeypatch.setattr(privgene, "KEEP_ENTRIES_BYTES", 1000)  # less than these entries hold
+    monkeypatch.setattr(problem_module, "KEEP_PER_FOLD_BYTES", 1000)  # less than these entries hold
     over = fits(frozen)
     assert len(made) == 3
     made.clear()
-    monkeypatch.setattr(privgene, "KEEP_ENTRIES_BYTES", limit)
+    monkeypatch.setattr(problem_module, "KEEP_PER_FOLD_BYTES", limit)
     writeable = fits(X)
     assert len(made) == 3
     assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(kept, over, writeable))

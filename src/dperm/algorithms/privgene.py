@@ -131,7 +131,7 @@ class _ColumnEntries:
     ``n_single`` entries lead), each column's entries in row order, so that every column sum adds
     the same numbers in the same order as in plain column order; and, made when first asked,
     the table of distinct values. Made once per training fold and kept for every fit on it
-    (:func:`_kept_per_fold`: 80 ms per fit on an Adult fold, 60 fits per job)."""
+    (``Problem.rows_cached``: 80 ms per fit on an Adult fold, 60 fits per job)."""
 
     def __init__(self, X: np.ndarray):
         n, p = X.shape
@@ -211,28 +211,6 @@ class _Nonzeros:
         if self.starts.size:
             out[self.sum_cols] = np.add.reduceat(v, self.starts)
         return out
-
-
-KEEP_ENTRIES_BYTES = 64 * 2**20  # the most kept per training fold (an Adult fold's entries: 11 MB)
-
-
-def _kept_per_fold(problem, X, key, make):
-    """``make()`` (entries derived from X alone), kept with the training fold's rows
-    (:meth:`~dperm.problem.Problem.rows_cached`) when X is the problem's own and what is made
-    holds at most :data:`KEEP_ENTRIES_BYTES`; made on every call otherwise (clipped copies,
-    writeable rows, full KDDCup99 folds: the kept entries live as long as the job's folds)."""
-    if X is not problem.X:
-        return make()
-    fresh = []
-
-    def keep():
-        fresh.append(make())
-        return fresh[0] if fresh[0].nbytes <= KEEP_ENTRIES_BYTES else None
-
-    kept = problem.rows_cached(key, keep)
-    if kept is not None:
-        return kept
-    return fresh[0] if fresh else make()
 
 
 def _index_type(count: int) -> np.dtype:
@@ -506,14 +484,17 @@ def fit_privgene(problem, privacy: Privacy, rng, draws: int = 1, *, iterations: 
     if np.abs(X).max(initial=0.0) > feature_bound:  # enforce the public bound (per-entry clip)
         X = np.clip(X, -feature_bound, feature_bound)
     y = problem.y
-    # the non-zeros, made once per training fold and kept for the job's other cells: 1.8 s for a
-    # KDDCup99 fold's row entries (51 MB kept), 80 ms for an Adult fold's column entries
+    # the non-zeros, made once per training fold and kept for the job's other cells when X is the
+    # fold's own (not a clipped copy) and they are not too large (Problem.rows_cached): 1.8 s for
+    # a KDDCup99 fold's row entries (51 MB kept), 80 ms for an Adult fold's column entries
+    def per_fold(key, make):
+        return problem.rows_cached(key, make, nbytes=lambda made: made.nbytes) if X is problem.X else make()
+
     full = entries = None
     if batch_size is None:
-        full = _Nonzeros(X, y, loss, columns=_kept_per_fold(problem, X, "privgene-columns",
-                                                            lambda: _ColumnEntries(X)))
+        full = _Nonzeros(X, y, loss, columns=per_fold("privgene-columns", lambda: _ColumnEntries(X)))
     else:
-        entries = _kept_per_fold(problem, X, "privgene-rows", lambda: _RowEntries(X))
+        entries = per_fold("privgene-rows", lambda: _RowEntries(X))
     mode = None if batch_size is None else sampling
 
     weights = np.zeros((draws, p))

@@ -23,9 +23,6 @@ from . import calibration_faults as faults
 from .gaussian import gaussian_sigma_analytic, gaussian_sigma_zhang, gaussian_sigma_zhao
 from .laplace import l2_laplace_draw
 
-# Folds up to this size keep their row-bound-scaled copy (enforce_row_bound): an Adult fold is 30 MB.
-KEEP_BOUNDED_ROWS_BYTES = 64 * 2**20
-
 
 def check_row_bound(row_bound) -> float:
     """R = ``row_bound`` after checking it is a finite number > 0."""
@@ -46,7 +43,7 @@ def enforce_row_bound(problem: Problem, row_bound: float) -> Problem:
     too: a tuning grid scales the same fold for every candidate (on an Adult fold 9 ms of
     copying and 48 ms of hashing per fit before). The values are those of a fresh scaling, bit
     for bit. The copy kept lives as long as the fold, so it is kept only for folds of at most
-    :data:`KEEP_BOUNDED_ROWS_BYTES`; larger rows are scaled on every call, as before (a KDDCup99
+    :data:`~dperm.problem.KEEP_PER_FOLD_BYTES`; larger rows are scaled on every call (a KDDCup99
     fold is 376 MB, and rows of norm 1 + 1 ulp make every fit on its unit-ball profile scale:
     ObjPert's job there, keeping a copy per fold, peaked 1.7 GB higher).
     """
@@ -54,10 +51,8 @@ def enforce_row_bound(problem: Problem, row_bound: float) -> Problem:
     y = problem.y
     if problem.loss.labels == "real":
         y = np.clip(y, 0.0, 1.0)
-    if problem.X.nbytes <= KEEP_BOUNDED_ROWS_BYTES:
-        X, norms, shared = problem.rows_cached(("row_bound", R), lambda: _bounded_rows(problem, R))
-    else:
-        X, norms, shared = _bounded_rows(problem, R)
+    X, norms, shared = problem.rows_cached(("row_bound", R), lambda: _bounded_rows(problem, R),
+                                           nbytes=lambda made: 0 if made[0] is None else made[0].nbytes)
     if X is None:
         if y is problem.y or np.array_equal(y, problem.y):
             return problem
