@@ -125,6 +125,13 @@ def _single_value_first(cols: np.ndarray, vals: np.ndarray, counts: np.ndarray, 
     return np.concatenate([np.flatnonzero(lead), np.flatnonzero(~lead)]), held, float(v)
 
 
+def _value_table(vals: np.ndarray):
+    """(distinct values, each entry's index into them), or (None, None) when the values are too
+    many for a table to pay (more than max(4096, entries/16))."""
+    uniq, inv = np.unique(vals, return_inverse=True)
+    return (uniq, inv.ravel()) if uniq.size <= max(4096, vals.size // 16) else (None, None)
+
+
 class _ColumnEntries:
     """What :class:`_Nonzeros` needs of a dense block's X alone: its non-zeros in column order,
     the columns whose non-zeros all equal ``single`` first (:func:`_single_value_first`; their
@@ -158,11 +165,9 @@ class _ColumnEntries:
         return sum(a.nbytes for a in (self.rows, self.vals, self.starts, self.sum_cols)) + 2 * self.vals.nbytes
 
     def table(self):
-        """(distinct values, each entry's index into them), or (None, None) when the values are
-        too many for a table to pay (more than max(4096, entries/16))."""
+        """:func:`_value_table` of the entries, made when first asked."""
         if self._table is None:
-            uniq, inv = np.unique(self.vals, return_inverse=True)
-            self._table = (uniq, inv.ravel()) if uniq.size <= max(4096, self.vals.size // 16) else (None, None)
+            self._table = _value_table(self.vals)
         return self._table
 
 
@@ -244,9 +249,9 @@ class _RowEntries:
         self.p = p
         self.start = np.searchsorted(rows, np.arange(n + 1))
         self.cols = cols.astype(_index_type(p))
-        uniq, inv = np.unique(vals, return_inverse=True)
-        if uniq.size <= max(4096, vals.size // 16):
-            self.uniq, self.codes, self.vals = uniq, inv.ravel().astype(_index_type(uniq.size)), None
+        uniq, inv = _value_table(vals)
+        if uniq is not None:
+            self.uniq, self.codes, self.vals = uniq, inv.astype(_index_type(uniq.size)), None
         else:
             self.uniq, self.codes, self.vals = None, None, vals
         order = np.argsort(cols, kind="stable")
