@@ -437,6 +437,46 @@ def test_fit_settings_gives_each_target_its_lone_fit(name, batch_size):
         algo.fit_settings(problem, targets, [np.random.default_rng(0)], draws=1)
 
 
+@pytest.mark.parametrize("loss", [Logistic(), Hinge()], ids=["lr", "svm"])
+def test_chains_of_several_lambdas_share_a_group_and_each_runs_as_alone(loss):
+    problem = synthetic(n=1500, seed=3, loss=loss, l2=0.5)  # problem.l2 is overridden per chain
+    hyper = _hyper(splits=25)
+    lams = [0.0, 1e-3, 0.0, 0.05]
+    privacy = Privacy(0.8, 1e-8)
+    together = dp_agd.run_chains(problem, privacy, draw_rngs(np.random.default_rng(7), 4), dp_agd.CORRECT,
+                                 l2=lams, **hyper)
+    alone = [dp_agd.run_chains(problem, privacy, [rng], dp_agd.CORRECT, slots=[j], width=4, l2=lam, **hyper)[0]
+             for j, (rng, lam) in enumerate(zip(draw_rngs(np.random.default_rng(7), 4), lams))]
+    assert all(_same_run(a, b) for a, b in zip(together, alone))
+    # λ is each chain's own: a chain at λ = 0 is a run on the problem with l2 = 0
+    at_zero = dp_agd.run_chains(Problem(problem.X, problem.y, loss, 0.0), privacy,
+                                [draw_rngs(np.random.default_rng(7), 4)[0]], dp_agd.CORRECT, slots=[0], width=4,
+                                **hyper)[0]
+    assert _same_run(at_zero, together[0]) and not np.array_equal(together[1].w, together[0].w)
+    for bad, message in (([0.0, 1.0], "one l2 per chain"), ([0.0, -1.0, 0.0, 0.0], "finite and >= 0")):
+        with pytest.raises(ValueError, match=message):
+            dp_agd.run_chains(problem, privacy, draw_rngs(np.random.default_rng(7), 4), dp_agd.CORRECT, l2=bad,
+                              **hyper)
+
+
+def test_fit_trials_gives_each_target_its_lone_fit_at_its_lambda():
+    algo = get_algorithm("dp-agd")
+    problem = synthetic(n=1500, seed=4, l2=1e-3)
+    lams, draws, targets = [1e-3, 0.0, 1e-2], [2, 1, 3], [Privacy(0.4, 1e-8)] * 3
+    shared = algo.fit_trials(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws, lams,
+                             splits=20)
+    for lam, k, seed, res in zip(lams, draws, (1, 2, 3), shared):
+        lone = algo.fit(Problem(problem.X, problem.y, problem.loss, lam), targets[0], np.random.default_rng(seed),
+                        draws=k, splits=20)
+        assert res.weights.shape == lone.weights.shape == (k, problem.p)
+        np.testing.assert_array_equal(res.iterations, lone.iterations)
+        np.testing.assert_array_equal(res.extra["noisy_min_calls"], lone.extra["noisy_min_calls"])
+        # the same runs; the shared products may round in another order (wider BLAS blocks)
+        np.testing.assert_allclose(res.weights, lone.weights, rtol=1e-9, atol=1e-12)
+    with pytest.raises(TypeError, match="cannot fit targets with different l2"):
+        get_algorithm("dp-agd-reference").fit_trials(problem, targets, [np.random.default_rng(0)] * 3, draws, lams)
+
+
 def test_draws_beyond_one_group_are_run_group_by_group(monkeypatch):
     monkeypatch.setattr(dp_agd_engine, "GROUP", 3)
     assert dp_agd.groups(7, 100) == [(0, 3), (3, 3), (6, 1)]

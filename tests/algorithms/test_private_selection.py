@@ -225,3 +225,45 @@ def test_the_audit_catches_a_noiseless_score_and_passes_the_selection():
                            ("private-selection", "passes")):
         rows = audit.run_subject(audit.subject(name), seed=0, scale=0.2)
         assert [r["verdict"] for r in rows] == [expected], rows
+
+
+def test_dp_agd_trials_over_lambda_share_one_call_and_release_what_separate_calls_release(monkeypatch):
+    """The trials of candidates that differ in λ alone run as one DP-AGD call (its chains share
+    their passes over the training part), each from its candidate's generator: the same trials,
+    choices and releases as one call per candidate, up to the last bits of the shared products."""
+    import dperm.algorithms.dp_agd as dp_agd_module
+
+    kwargs = dict(base="dp-agd", grid={"l2": [0.0, 1e-4, 1e-2], "splits": [10, 20]}, base_hyper={"n_steps": 10},
+                  trials=6.0, distribution="poisson")
+    calls = []
+    real = dp_agd_module.run_chains
+
+    def counting(problem, privacy, rngs, *args, **hyper):
+        calls.append(len(rngs))
+        return real(problem, privacy, rngs, *args, **hyper)
+
+    monkeypatch.setattr(dp_agd_module, "run_chains", counting)
+    shared = SPEC.fit(problem(n=800), Privacy(2.0, 1e-6), np.random.default_rng(11), draws=3, **kwargs)
+    grouped_calls = list(calls)
+    calls.clear()
+    monkeypatch.setattr(ps, "_fit_groups", lambda spec, trials, used: [[c] for c in used])
+    alone = SPEC.fit(problem(n=800), Privacy(2.0, 1e-6), np.random.default_rng(11), draws=3, **kwargs)
+    # at most two calls (one per value of splits) against one per candidate drawn
+    assert len(grouped_calls) <= 2 < len(calls) and sum(grouped_calls) == sum(calls)
+    assert shared.extra["chosen"] == alone.extra["chosen"]
+    np.testing.assert_array_equal(shared.extra["trials"], alone.extra["trials"])
+    np.testing.assert_array_equal(shared.grad_evals, alone.grad_evals)
+    np.testing.assert_allclose(shared.weights, alone.weights, rtol=1e-9, atol=1e-12)
+
+
+def test_only_candidates_that_differ_in_lambda_alone_are_grouped():
+    spec = get_algorithm("dp-agd")
+    tr = ps._Trials(spec, ps.candidates({"l2": [0.0, 0.1], "splits": [10, 20]}), {}, problem(), np.arange(10), 10)
+    # candidates in order (l2, splits): (0, 10), (0, 20), (0.1, 10), (0.1, 20)
+    assert ps._fit_groups(spec, tr, [0, 1, 2, 3]) == [[0, 2], [1, 3]]
+    assert ps._fit_groups(spec, tr, [1, 2]) == [[1], [2]]
+    outpert = get_algorithm("outpert")
+    tr = ps._Trials(outpert, ps.candidates({"l2": [0.0, 0.1]}), {}, problem(), np.arange(10), 10)
+    assert ps._fit_groups(outpert, tr, [0, 1]) == [[0], [1]]  # a base without fit_trials: one call each
+    assert ps._same({"init": np.zeros(2)}, {"init": np.zeros(2)})
+    assert not ps._same({"init": np.zeros(2)}, {"init": np.ones(2)}) and not ps._same({"a": 1}, {"a": 2})

@@ -97,7 +97,8 @@ class AlgorithmSpec:
     reference variant is the same implementation with other switches (and perhaps other
     defaults), declared once against its ``base`` (:func:`.registry.register_variant`).
     ``types`` are the Python types each hyper-parameter admits (:meth:`check_types`).
-    ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`).
+    ``settings_impl``, when set, fits several privacy targets at once (:meth:`fit_settings`);
+    with ``l2_per_target`` it also takes one λ and one draw count per target (:meth:`fit_trials`).
     ``variant`` is ``correct`` or ``reference``; a reference variant reproduces published code and
     says in ``caveat`` whether it is DP as implemented. ``audit`` returns the cases of its
     black-box privacy audit (:mod:`.audit_cases`); every private algorithm has one. The audit
@@ -141,6 +142,7 @@ class AlgorithmSpec:
     domains: Mapping[str, Any] = field(default_factory=dict)
     needs: tuple = ()
     size_bounds: tuple = ()
+    l2_per_target: bool = False  # settings_impl takes one λ per target (:meth:`fit_trials`)
 
     @property
     def label(self) -> str:
@@ -207,6 +209,16 @@ class AlgorithmSpec:
             raise TypeError(f"algorithm {self.name!r} fits one privacy target at a time")
         return self.settings_impl(problem, list(privacies), list(rngs), draws, **self.hyper(hyper),
                                   **self.switches)
+
+    def fit_trials(self, problem, privacies, rngs, draws, l2s, **hyper) -> list[FitResult]:
+        """Targets that differ in λ as well: result i has the law of ``fit(problem at λ = l2s[i],
+        privacies[i], rngs[i], draws[i], **hyper)`` and, as in :meth:`fit_settings`, the same
+        generator use, so only the work is shared (private selection's trials over λ,
+        :mod:`.private_selection`). Only for algorithms registered with ``l2_per_target``."""
+        if self.settings_impl is None or not self.l2_per_target:
+            raise TypeError(f"algorithm {self.name!r} cannot fit targets with different l2 in one call")
+        return self.settings_impl(problem, list(privacies), list(rngs), [int(k) for k in draws],
+                                  l2=[float(v) for v in l2s], **self.hyper(hyper), **self.switches)
 
 
 def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]:

@@ -43,6 +43,12 @@ the same quasi-convexity, in general; ε′ → (ε, δ) by the improved convers
 t is the largest whose selection meets the cell's (ε, δ) (:func:`dperm.privacy.selection.calibrate_trial`,
 a monotone search); ``epsilon_spent`` is the selection's certified ε at t.
 
+Work (no effect on what is released). The trials of a split are fitted candidate by candidate,
+each candidate's trials as draws of one base call from the candidate's own generator; with
+DP-AGD, candidates that differ only in λ run in one lockstep call (:func:`_fit_groups`), each
+chain with its own λ and generator, so that the trials share the passes over the training part:
+the same runs, up to the last bits of the shared matrix products.
+
 What is released is the chosen weights (and, as post-processing, the chosen grid point and its
 noisy score). The records also keep K, the trials' work and the base's notes for the study: they
 are not part of the release, and publishing K would void the guarantee (the theorems hide it).
@@ -205,6 +211,31 @@ def _sides(statements: list[RdpStatement]) -> list[list[RdpStatement]]:
     return [statements, [_score_statement(s) for s in statements]]
 
 
+def _same(a: dict, b: dict) -> bool:
+    """Whether two hyper-parameter dicts are equal (array values compared element by element)."""
+    return a.keys() == b.keys() and all(
+        a[k] is b[k] or (np.shape(a[k]) == np.shape(b[k]) and bool(np.all(np.asarray(a[k] == b[k], dtype=bool))))
+        if isinstance(a[k], np.ndarray) or isinstance(b[k], np.ndarray) else a[k] == b[k] for k in a)
+
+
+def _fit_groups(spec, trials: _Trials, used: list[int]) -> list[list[int]]:
+    """The candidates in ``used`` in groups fitted by one base call: with a base that takes one λ
+    per target (:meth:`~.base.AlgorithmSpec.fit_trials`: DP-AGD, whose lockstep chains then share
+    their passes over the training part), the candidates whose other hyper-parameters agree;
+    otherwise one candidate per call. Each candidate keeps its own generator, so a trial is the
+    same run whichever way it is grouped (up to the last bits of the shared matrix products)."""
+    if not spec.l2_per_target:
+        return [[c] for c in used]
+    out: list[list[int]] = []
+    for c in used:
+        home = next((g for g in out if _same(trials.hyper[g[0]], trials.hyper[c])), None)
+        if home is None:
+            out.append([c])
+        else:
+            home.append(c)
+    return out
+
+
 def _calibrate(trials: _Trials, privacy: Privacy, count: TrialCount) -> tuple[float, list[tuple], float]:
     """(t, per-candidate (Privacy, statement) at t, the selection's certified ε at t)."""
     def total(t: float) -> float:
@@ -255,17 +286,22 @@ def _select(problem, privacy, rng, draws, *, base, grid, base_hyper, trials, dis
         weights = [np.zeros((k, problem.p)) for k in ks]
         work, notes, adjacency = [np.zeros(k) for k in ks], [], None
         fit_streams = draw_rngs(fit_rng, len(points))
-        for c in range(len(points)):
-            where = [(d, j) for d, pick in enumerate(picks) for j in np.flatnonzero(pick == c)]
-            if not where:
-                continue
-            target, _ = at_t[c]
-            result = spec.fit(tr.part(c), target, fit_streams[c], len(where), **tr.hyper[c])
-            adjacency = result.adjacency
-            notes += [n for n in result.notes if n not in notes]
-            evals = np.broadcast_to(np.asarray(result.grad_evals, dtype=float), (len(where),))
-            for (d, j), w, e in zip(where, result.weights, evals):
-                weights[d][j], work[d][j] = w, e
+        where = {c: [(d, j) for d, pick in enumerate(picks) for j in np.flatnonzero(pick == c)]
+                 for c in range(len(points))}
+        for group in _fit_groups(spec, tr, [c for c in range(len(points)) if where[c]]):
+            if len(group) == 1:  # candidate c's trials: draws of one base fit at its λ
+                c = group[0]
+                results = [spec.fit(tr.part(c), at_t[c][0], fit_streams[c], len(where[c]), **tr.hyper[c])]
+            else:  # candidates that differ in λ alone: one call, the same generators (_fit_groups)
+                results = spec.fit_trials(tr.part(group[0]), [at_t[c][0] for c in group],
+                                          [fit_streams[c] for c in group], [len(where[c]) for c in group],
+                                          [tr.l2[c] for c in group], **tr.hyper[group[0]])
+            for c, result in zip(group, results):
+                adjacency = result.adjacency
+                notes += [n for n in result.notes if n not in notes]
+                evals = np.broadcast_to(np.asarray(result.grad_evals, dtype=float), (len(where[c]),))
+                for (d, j), w, e in zip(where[c], result.weights, evals):
+                    weights[d][j], work[d][j] = w, e
         out = []
         for d, s in enumerate(draw_streams):
             k = ks[d]

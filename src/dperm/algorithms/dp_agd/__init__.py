@@ -116,7 +116,9 @@ every target join one lockstep group (up to ``GROUP`` chains), each with its own
 budget, shares and noise scales; a target's release is its lone run's, only the passes over X
 are shared (60 chains of a Figure 2 row: one BLAS-3 block of 60 instead of six of 10). This
 pays because DP-AGD's number of rounds hardly depends on ε (325–348 on Adult for ε from 0.05
-to 1.6). Mini-batch runs fit one target at a time.
+to 1.6). Mini-batch runs fit one target at a time. The chains of a group may also differ in λ
+(:meth:`~.base.AlgorithmSpec.fit_trials`, private selection's trials over λ): λ enters a run
+only through its direction d + λw, so each chain keeps its own and the rest is shared.
 """
 
 from __future__ import annotations
@@ -179,30 +181,38 @@ def _check(problem, privacy, grad_clip, obj_clip, gamma, splits, exp_dec, batch_
         raise ValueError(f"init must have shape ({problem.p},); got {np.shape(init)}")
 
 
-def _fit_settings(problem, privacies, rngs, draws, *, semantics: Semantics, **hyper) -> list[FitResult]:
-    """``draws`` runs for each privacy target, target i's from generator ``rngs[i]``; one
-    :class:`FitResult` per target. Full batch: the chains of all targets share lockstep groups
-    (and so the passes over X); mini-batches: one target at a time (per-chain products share
-    nothing, and each chain keeps its batch of rows)."""
+def _fit_settings(problem, privacies, rngs, draws, *, semantics: Semantics, l2=None, **hyper) -> list[FitResult]:
+    """``draws`` runs for each privacy target (an int, or one count per target), target i's from
+    generator ``rngs[i]``; one :class:`FitResult` per target. ``l2``: None (λ = ``problem.l2``)
+    or one λ per target (:meth:`~.base.AlgorithmSpec.fit_trials`: private selection's trials over
+    λ). Full batch: the chains of all targets share lockstep groups (and so the passes over X);
+    mini-batches: one target at a time (per-chain products share nothing, and each chain keeps
+    its batch of rows)."""
     for privacy in privacies:
         _check(problem, privacy, **hyper)
-    if len(rngs) != len(privacies):
-        raise ValueError(f"need one generator per privacy target: {len(rngs)} for {len(privacies)}")
+    counts = [draws] * len(privacies) if np.ndim(draws) == 0 else [int(k) for k in draws]
+    lams = [problem.l2] * len(privacies) if l2 is None else list(l2)
+    if not len(rngs) == len(counts) == len(lams) == len(privacies):
+        raise ValueError(f"need one generator per privacy target, and one draw count and l2 each: {len(rngs)} "
+                         f"generators, {len(counts)} counts and {len(lams)} l2 for {len(privacies)} targets")
     if hyper["batch_size"] is not None:
         hyper["batch_size"] = int(hyper["batch_size"])
     hyper["n_steps"], hyper["step_window"] = int(hyper["n_steps"]), int(hyper["step_window"])
-    children = [draw_rngs(rng, draws) for rng in rngs]
-    batches = [(list(privacies), children)] if hyper["batch_size"] is None else \
-        [([privacy], [kids]) for privacy, kids in zip(privacies, children)]
-    runs = []
-    for targets, kids in batches:
-        chain_targets = [privacy for privacy in targets for _ in range(draws)]
-        chain_rngs = [rng for group in kids for rng in group]
+    targets = list(range(len(privacies)))
+    batches = [targets] if hyper["batch_size"] is None else [[i] for i in targets]
+    children = [draw_rngs(rng, k) for rng, k in zip(rngs, counts)]
+    runs = {}
+    for batch in batches:
+        owner = [i for i in batch for _ in range(counts[i])]
+        chain_rngs = [rng for i in batch for rng in children[i]]
+        done = []
         for start, size in groups(len(chain_rngs), problem.n):
-            runs += run_chains(problem, chain_targets[start:start + size], chain_rngs[start:start + size],
-                               semantics, **hyper)
-    return [_result(semantics, privacy, runs[i * draws:(i + 1) * draws], hyper["selection"])
-            for i, privacy in enumerate(privacies)]
+            part = slice(start, start + size)
+            done += run_chains(problem, [privacies[i] for i in owner[part]], chain_rngs[part], semantics,
+                               l2=[lams[i] for i in owner[part]], **hyper)
+        for i, run in zip(owner, done):
+            runs.setdefault(i, []).append(run)
+    return [_result(semantics, privacy, runs[i], hyper["selection"]) for i, privacy in enumerate(privacies)]
 
 
 # What ``accounting`` says about the step-size selection (docs/privacy.md#bounded-range-selection)
@@ -268,7 +278,8 @@ _LIMIT = ("DP-AGD's claim buys rho = zcdp_from_dp(epsilon, delta) (0.021 at epsi
           "Gumbel selection) instead")
 
 
-@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, audit=_audit_cases, rdp=selection_trial,
+@register("dp-agd", switches={"semantics": CORRECT}, settings=_fit_settings, l2_per_target=True, audit=_audit_cases,
+          rdp=selection_trial,
           domains={"grad_clip": POSITIVE, "obj_clip": POSITIVE, "gamma": FRACTION, "splits": POSITIVE,
                    "exp_dec": POSITIVE, "batch_size": optional(POSITIVE_INT), "batch_sampling": one_of(*SAMPLINGS),
                    "n_steps": POSITIVE_INT, "step_max": POSITIVE, "step_window": POSITIVE_INT,

@@ -82,12 +82,16 @@ def run_once(problem, privacy: Privacy, rng, sem: Semantics, **hyper) -> RunTrac
     return run_chains(problem, privacy, [rng], sem, **hyper)[0]
 
 
-def run_chains(problem, privacy, rngs, sem: Semantics, *, slots=None, width=None,
+def run_chains(problem, privacy, rngs, sem: Semantics, *, slots=None, width=None, l2=None,
                **hyper) -> list[RunTrace]:
     """Independent DP-AGD runs, one per generator, advanced together in lockstep rounds.
 
     ``privacy``: one :class:`~.base.Privacy` for every chain, or a sequence with one per chain
     (chains of several ε in one group: each keeps its own budget, shares and noise scales).
+
+    ``l2``: None (every chain's λ is ``problem.l2``), one λ for every chain, or one per chain
+    (the trials of private selection over λ in one group: λ enters a run only through its
+    direction d + λw, so nothing else of the group depends on it).
 
     ``slots``/``width`` place the chains in a group of ``width`` (default: these chains, slots
     0, 1, …). A chain's result depends only on its generator and its slot, never on the other
@@ -103,9 +107,16 @@ def run_chains(problem, privacy, rngs, sem: Semantics, *, slots=None, width=None
     privacies = [privacy] * len(rngs) if isinstance(privacy, Privacy) else list(privacy)
     if len(privacies) != len(rngs):
         raise ValueError(f"need one privacy target per chain: {len(privacies)} for {len(rngs)} chains")
-    # one configuration per distinct target: they differ only in the privacy fields
-    configs = {pv: _Config(problem, pv, sem, hyper) for pv in dict.fromkeys(privacies)}
-    chains = [_Chain(configs[pv], rng, slot) for pv, rng, slot in zip(privacies, rngs, slots)]
+    lams = ([float(problem.l2)] * len(rngs) if l2 is None else
+            [float(l2)] * len(rngs) if np.ndim(l2) == 0 else [float(lam) for lam in l2])
+    if len(lams) != len(rngs):
+        raise ValueError(f"need one l2 per chain: {len(lams)} for {len(rngs)} chains")
+    if any(not (math.isfinite(lam) and lam >= 0) for lam in lams):
+        raise ValueError(f"l2 must be finite and >= 0; got {lams!r}")
+    # one configuration per distinct (target, λ): they differ only in the privacy fields and λ
+    keys = list(zip(privacies, lams))
+    configs = {key: _Config(problem, key[0], sem, hyper, lam=key[1]) for key in dict.fromkeys(keys)}
+    chains = [_Chain(configs[key], rng, slot) for key, rng, slot in zip(keys, rngs, slots)]
     cfg = chains[0].cfg
     (_FullBatch if cfg.full else _MiniBatch)(cfg, width).run(chains)
     return [ch.finish() for ch in chains]
@@ -114,13 +125,13 @@ def run_chains(problem, privacy, rngs, sem: Semantics, *, slots=None, width=None
 class _Config:
     """Everything a run needs that does not depend on the chain: data views, privacy shares."""
 
-    def __init__(self, problem, privacy, sem, hyper):
+    def __init__(self, problem, privacy, sem, hyper, lam=None):
         self.problem, self.sem = problem, sem
         for name in ("grad_clip", "obj_clip", "gamma", "exp_dec", "batch_size", "batch_sampling",
                      "n_steps", "step_max", "step_window", "step_growth", "step_cap", "init", "selection"):
             setattr(self, name, hyper[name])
         splits = hyper["splits"]
-        self.n, self.p, self.lam = problem.n, problem.p, problem.l2
+        self.n, self.p, self.lam = problem.n, problem.p, problem.l2 if lam is None else lam
         self.full = self.batch_size is None
         self.rho_total = zcdp_from_dp(privacy.epsilon, privacy.delta)
         eps_split = privacy.epsilon / (2.0 * splits)
