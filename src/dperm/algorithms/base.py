@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..protocol.seeds import spawn_generators
+
 ADJACENCIES = ("add-remove", "replace-one", "none")
 
 
@@ -222,7 +224,9 @@ class AlgorithmSpec:
 
 
 def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]:
-    """Independent child generators, one per draw, derived deterministically from ``rng``."""
+    """Independent child generators, one per draw, derived deterministically from ``rng``: those of
+    ``rng.bit_generator.seed_seq.spawn(draws)``, computed together
+    (:func:`dperm.protocol.seeds.spawn_generators`)."""
     if draws < 1:
         raise ValueError(f"draws must be >= 1; got draws={draws!r}")
-    return [np.random.Generator(type(rng.bit_generator)(s)) for s in rng.bit_generator.seed_seq.spawn(draws)]
+    return spawn_generators(rng, draws)
