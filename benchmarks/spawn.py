@@ -30,7 +30,7 @@ def main() -> None:
     bench_setup.prepare(1)
     import numpy as np
 
-    from dperm.protocol.seeds import spawn_generators
+    from dperm.rngs import spawn_generators
 
     def numpy_way(rng, n):
         return [np.random.Generator(type(rng.bit_generator)(s)) for s in rng.bit_generator.seed_seq.spawn(n)]

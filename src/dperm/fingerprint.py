@@ -25,10 +25,11 @@ def source_fingerprint(*parts: str) -> str:
     return digest.hexdigest()[:16]
 
 
-# What every cell runs whatever its algorithm: the protocol, and the objects handed to the
-# algorithm (the problem, its loss, the solvers). Anything else an algorithm uses (a privacy
-# mechanism, an accountant, a helper module) is found by following its imports.
-SHARED_RUN_CODE = ("protocol", "losses", "problem", "solvers", "algorithms/base", "algorithms/registry")
+# What every cell runs whatever its algorithm: the protocol, the objects handed to the
+# algorithm (the problem, its loss, the solvers) and its draws' generators (rngs). Anything else
+# an algorithm uses (a privacy mechanism, an accountant, a helper module) is found by following
+# its imports.
+SHARED_RUN_CODE = ("protocol", "losses", "problem", "solvers", "rngs", "algorithms/base", "algorithms/registry")
 
 
 def _algorithm_modules(module_name: str) -> set[str]:

@@ -1,7 +1,7 @@
 """The package's layers hold: every import, at module level or inside a function, goes down or
 sideways, never up, and no two modules import each other (directly or round a circle).
 
-    foundations (files, config) < core and privacy (losses, problem, solvers, privacy, datasets)
+    foundations (files, config, rngs) < core and privacy (losses, problem, solvers, privacy, datasets)
     < algorithms < protocol and grid (protocol, grid, records, optimum, tuning, audit, ...)
     < report < papers < cli
 
@@ -18,7 +18,7 @@ from conftest import REPO
 PACKAGE = REPO / "src" / "dperm"
 
 LAYERS = [
-    {"__init__", "files", "config", "schemas"},
+    {"__init__", "files", "config", "schemas", "rngs"},
     {"losses", "problem", "solvers", "privacy", "datasets"},
     {"algorithms"},
     {"protocol", "grid", "experiments", "records", "optimum", "tuning", "audit", "audit_controls", "audit_one_run",

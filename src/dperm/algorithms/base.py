@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol.seeds import spawn_generators
+from ..rngs import spawn_generators
 
 ADJACENCIES = ("add-remove", "replace-one", "none")
 
@@ -226,7 +226,7 @@ class AlgorithmSpec:
 def draw_rngs(rng: np.random.Generator, draws: int) -> list[np.random.Generator]:
     """Independent child generators, one per draw, derived deterministically from ``rng``: those of
     ``rng.bit_generator.seed_seq.spawn(draws)``, computed together
-    (:func:`dperm.protocol.seeds.spawn_generators`)."""
+    (:func:`dperm.rngs.spawn_generators`)."""
     if draws < 1:
         raise ValueError(f"draws must be >= 1; got draws={draws!r}")
     return spawn_generators(rng, draws)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from dperm import rngs as seeds
 from dperm.algorithms import draw_rngs
-from dperm.protocol import seeds
-from dperm.protocol.seeds import FAST_SPAWN_MIN, spawn_generators
+from dperm.rngs import FAST_SPAWN_MIN, spawn_generators
 
 
 def numpy_children(rng, n):
