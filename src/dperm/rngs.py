@@ -100,7 +100,8 @@ def _states_u64(pools: list, n_words: int) -> np.ndarray:
 class _SpawnedSeed(np.random.bit_generator.ISpawnableSeedSequence):
     """A child seed sequence whose PCG64 state words were computed with its siblings'. It answers
     that request itself; anything else (other state sizes, ``spawn``, ``pool``) goes to the
-    ``SeedSequence`` it stands for, built on first use."""
+    ``SeedSequence`` it stands for, built for the request (with the children it has spawned).
+    It pickles with its generator."""
 
     def __init__(self, entropy, spawn_key: tuple, pool_size: int, words: np.ndarray):
         self.entropy, self.spawn_key, self.pool_size = entropy, spawn_key, pool_size

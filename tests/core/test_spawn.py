@@ -98,3 +98,12 @@ def test_the_fast_path_is_taken_and_every_childs_state_is_numpys(entropy):
     real = np.random.SeedSequence(entropy).spawn(300)
     ours = np.stack([c.bit_generator.seed_seq.generate_state(4, np.uint64) for c in children])
     assert np.array_equal(ours, np.stack([s.generate_state(4, np.uint64) for s in real]))
+
+
+def test_a_fast_child_pickles_with_its_stream():
+    import pickle
+
+    child = spawn_generators(np.random.default_rng(3), 20)[5]
+    child.normal(size=3)
+    copy = pickle.loads(pickle.dumps(child))
+    assert np.array_equal(child.normal(size=4), copy.normal(size=4))
