@@ -40,4 +40,3 @@ def fit_seed(spec: dict, split) -> int:
     return derive_seed(spec["seed"], spec["paper"], spec["experiment"], spec["dataset"],
                        spec["model"]["name"], cell_algorithm(spec), format_epsilon(spec["epsilon"]),
                        split.fold, split.repeat)
-
