@@ -79,10 +79,7 @@ def _child_pools(prefix: list[int], last: np.ndarray, pool_size: int) -> list:
     for word in prefix[pool_size:]:
         for dst in range(pool_size):
             pool[dst] = _mix(pool[dst], h.mix_in(word))
-    out = list(pool)
-    for dst in range(pool_size):
-        out[dst] = _mix(out[dst], h.mix_in(last))
-    return out
+    return [_mix(pool[dst], h.mix_in(last)) for dst in range(pool_size)]
 
 
 def _states_u64(pools: list, n_words: int) -> np.ndarray:
@@ -167,30 +164,29 @@ def _advance(seq, n: int) -> bool:
     return False
 
 
+def numpy_spawn(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """numpy's own way: one generator of ``rng``'s kind per child of its seed sequence."""
+    kind = type(rng.bit_generator)
+    return [np.random.Generator(kind(s)) for s in rng.bit_generator.seed_seq.spawn(n)]
+
+
 def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
-    """``[Generator(type(bg)(s)) for s in bg.seed_seq.spawn(n)]`` for ``bg = rng.bit_generator``:
-    the same generators and the same parent afterwards, computed for all children at once when the
-    parent's seed is a plain integer seed of a PCG64 (block comment above)."""
+    """:func:`numpy_spawn`'s generators, and the same parent afterwards, computed for all children
+    at once when the parent's seed is a plain integer seed of a PCG64 (block comment above)."""
     bitgen = rng.bit_generator
     kind, seq = type(bitgen), bitgen.seed_seq
-
-    def numpy_spawn():
-        return [np.random.Generator(kind(s)) for s in seq.spawn(n)]
-
     if n < FAST_SPAWN_MIN or kind not in _FAST_BITGENS:
-        return numpy_spawn()
+        return numpy_spawn(rng, n)
     entropy, key, pool_size = seq.entropy, tuple(seq.spawn_key), int(seq.pool_size)
     run_words, key_words = _words(entropy), _words(list(key))
     start = int(seq.n_children_spawned)
     if run_words is None or key_words is None or start + n > _M32 + 1:
-        return numpy_spawn()
+        return numpy_spawn(rng, n)
     prefix = run_words + [0] * max(0, pool_size - len(run_words)) + key_words
     last = np.arange(start, start + n, dtype=np.uint64)
     states = _states_u64(_child_pools(prefix, last, pool_size), 4)
     check = np.random.SeedSequence(entropy, spawn_key=key + (start,), pool_size=pool_size)
-    if not np.array_equal(check.generate_state(4, np.uint64), states[0]):
-        return numpy_spawn()
-    if not _advance(seq, n):
-        return numpy_spawn()
+    if not np.array_equal(check.generate_state(4, np.uint64), states[0]) or not _advance(seq, n):
+        return numpy_spawn(rng, n)
     return [np.random.Generator(kind(_SpawnedSeed(entropy, key + (start + i,), pool_size, states[i])))
             for i in range(n)]
