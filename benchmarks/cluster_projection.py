@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import dryrun  # noqa: E402
 from slurm_resources import key_of  # noqa: E402
 
-from dperm.estimate import job_seconds  # noqa: E402
+from dperm.estimate import hidden_jobs, job_seconds  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -177,6 +177,7 @@ def main() -> None:
     sizes = yaml.safe_load((REPO / "workflow" / "cluster.yaml").read_text())
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     jobs = dryrun.dry_run([args.target], "--profile", "profiles/slurm", workdir=str(REPO))
+    jobs += hidden_jobs(jobs, sizes)  # the optima and starts behind the tuning checkpoint, from the table
     deps = dryrun.dependencies(jobs)
     cluster = units(jobs, sizes, profile["cores"], args.ungrouped, args.part)
     work = sum(u[3] for u in cluster.values())

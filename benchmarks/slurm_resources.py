@@ -24,8 +24,16 @@ where it exists (the benchmark files sample CPU time and undercount). From those
      measured), scaled so that the jobs matching a `--cpu pattern=s` sum to the CPU seconds
      docs/performance.md measured for them at the full protocol (the first matching pattern
      wins; a paper's unmatched jobs take the mean factor of its patterns), plus the start-up.
+  Per kind, the mean measured job too (``mean``): what ``dperm estimate`` counts for each job of a
+  kind sized as a whole (preparations, cuts, summaries, products), where the kind's ``seconds``
+  (its largest job, rounded up to a whole second) would count a 0.06-second cut as 1 second.
+  `--run-cpu label=s`: the whole run's CPU time (user + system of every process, e.g.
+  `/usr/bin/time`) of a `--full` run; what it spent beyond its jobs' own, per job, is Snakemake's
+  own work (``scheduler_seconds``), which the estimate adds to every job.
   `--ignore label:kind` leaves out a run's jobs of a kind that the workflow has since reshaped
   (e.g. its tunings, one job per dataset before they were split into parts measured by another run).
+  The optima and starts behind the tuning checkpoint, which a dry run cannot list, take their rows
+  from a `--full` run that measured them.
   Keys are those of common.smk's cluster_key (paper/experiment/dataset/model/algorithm for a fit)
   and patterns are shell globs over "kind:key".
 """
@@ -47,7 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 import dryrun  # noqa: E402
 
-from dperm.estimate import CLUSTER_ID, ESTIMATED, KINDS, RULE_KIND, key_of  # noqa: E402,F401 (one set of keys)
+from dperm.estimate import CLUSTER_ID, ESTIMATED, KINDS, RULE_KIND, key_of, waiting_cells  # noqa: E402,F401 (one set of keys)
 
 # Peaks docs/performance.md measured at the full protocol, above what reduced runs reach: a lee2018
 # fit on KDDCup99 (3.0 GB) and preparing the nine mirrored datasets (1.6 GB).
@@ -172,6 +180,9 @@ def main() -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="LABEL:KIND",
                         help="leave out a run's jobs of a kind (jobs the workflow no longer has, e.g. "
                              "default:tuning when another run measured the tuning as it now is)")
+    parser.add_argument("--run-cpu", default=None, metavar="LABEL=SECONDS",
+                        help="a --full run's whole CPU time (all processes): Snakemake's own work per job is "
+                             "what it spent beyond its jobs' own")
     parser.add_argument("--measured-at", default=None,
                         help="the commit the --full runs ran at (the header names it; dperm estimate prints it)")
     args = parser.parse_args()
@@ -185,6 +196,20 @@ def main() -> None:
                      f"and a kind ({', '.join(KINDS)})")
         runs[label] = [r for r in runs[label] if r["kind"] != kind]
     everything = [r for rows in (*reduced.values(), *full.values()) for r in rows]
+    scheduler = None
+    if args.run_cpu is not None:
+        label, sep, total = args.run_cpu.partition("=")
+        try:
+            total = float(total)
+        except ValueError:
+            total = -1.0
+        if not sep or label not in full or not full[label] or total <= 0:
+            sys.exit(f"--run-cpu {args.run_cpu!r}: give LABEL=SECONDS, a label of --full ({', '.join(full) or 'none'}) "
+                     "with measured jobs and its run's CPU seconds (> 0)")
+        own = sum(work(r) for r in full[label])
+        if own > total:
+            sys.exit(f"--run-cpu {args.run_cpu!r}: the run's jobs alone took {own:.0f} CPU-s, more than {total:.0f}")
+        scheduler = (total - own) / len(full[label])
     measured_full = mean_by_key([r for rows in full.values() for r in rows])
     estimate_from = args.estimate_from or list(reduced)
     measured_reduced = mean_by_key([r for label in estimate_from for r in reduced[label]])
@@ -192,10 +217,15 @@ def main() -> None:
     documented_job = [(spec.rsplit("=", 1)[0], float(spec.rsplit("=", 1)[1])) for spec in args.seconds]
     budgets = [(spec.rsplit("=", 1)[0], float(spec.rsplit("=", 1)[1])) for spec in args.cpu]
 
-    jobs = [j for j in dryrun.dry_run([args.target], "--cores", "2") if (k := key_of(j)) and k[1]]
-    keys = sorted({key_of(j) for j in jobs})
+    listing = dryrun.dry_run([args.target], "--cores", "2")
+    jobs = [j for j in listing if (k := key_of(j)) and k[1]]
+    # The optima and starts behind the tuning checkpoint (dperm.estimate.waiting_cells): a dry run
+    # cannot list them, a full run measured them; like the fits that wait, they run alone.
+    waiting = waiting_cells(listing)
+    hidden = {k for k in measured_full if k[0] == "optimum" and tuple(k[1].split("/")[:4]) in waiting}
+    keys = sorted({key_of(j) for j in jobs} | hidden)
     # Fits that wait for the tuning checkpoint run alone (common.smk: cluster_group): no batch.
-    tuned = {key_of(j) for j in jobs if any(p == "<TBD>" or p.startswith("results/tuning/") for p in j.inputs)}
+    tuned = {key_of(j) for j in jobs if any(p == "<TBD>" or p.startswith("results/tuning/") for p in j.inputs)} | hidden
     raw = {k: nearest(measured_reduced, *k) for k in keys}
     excess = {k: max(0.0, (raw[k] if raw[k] is not None else startup) - startup) for k in keys}
 
@@ -247,7 +277,9 @@ def main() -> None:
             how = ("measured reduced, " if k in measured_reduced else "relatives reduced, ") + how
         else:
             continue
-        seconds[k], source[k] = max(1, math.ceil(value)), how
+        # to a tenth of a second: whole seconds rounded up would add about half a second to each
+        # of some 650 jobs, about 5 CPU-min on the default target's estimate
+        seconds[k], source[k] = max(0.1, round(value, 1)), how
 
     print("# Cluster sizes of the workflow's jobs (profiles/slurm; local runs ignore them), written by")
     argv = sys.argv[1:]
@@ -262,7 +294,11 @@ def main() -> None:
     print("# Do not edit by hand: rerun the script with better runs (its docstring says how).")
     print("# Time limit asked for = runtime_factor x a job's estimated seconds + 1 minute (common.smk).")
     print(f"runtime_factor: {args.runtime_factor}")
-    print("kinds:  # memory for every job of the kind; seconds for a job `seconds:` does not list")
+    if scheduler is not None:
+        print("# Snakemake's own CPU seconds per job: the run's whole CPU time less its jobs' own, per job")
+        print(f"scheduler_seconds: {scheduler:.3f}")
+    print("kinds:  # memory for every job of the kind; seconds for a job `seconds:` does not list (its largest);")
+    print("        # mean: the mean measured job, what dperm estimate counts for a kind sized as a whole")
     for kind in KINDS:
         mine = [r for r in everything if r["kind"] == kind]
         rss = max((r["max_rss"] for r in mine), default=0.0)
@@ -272,7 +308,9 @@ def main() -> None:
         # longest measured: the kind's seconds cover it
         default = math.ceil(max([*ests, *(work(r) for r in mine)] or [60.0]))
         ratio = max((r["cpu"] / r["s"] for r in mine if r["s"] > 0.5), default=0.0)
-        print(f"  {kind}: {{mem_mb: {mem}, seconds: {default}}}"
+        typical = [r for rows in full.values() for r in rows if r["kind"] == kind] or mine  # the full protocol's
+        mean = f", mean: {max(0.001, sum(work(r) for r in typical) / len(typical)):.3f}" if typical else ""
+        print(f"  {kind}: {{mem_mb: {mem}, seconds: {default}{mean}}}"
               f"  # {len(mine)} jobs measured, max_rss {rss:.0f} MB, cpu_time/s <= {ratio:.2f}")
     print("# Each job of the target at the full protocol, by kind and key: [estimated CPU seconds, the")
     print(f"# batch it runs in (jobs of {BATCH_MAX} s or less, packed into batches of {BATCH_TARGET} s or")
@@ -290,7 +328,7 @@ def main() -> None:
           file=sys.stderr)
 
 
-def batches(rows: list[tuple[str, int]]) -> dict[str, int]:
+def batches(rows: list[tuple[str, float]]) -> dict[str, int]:
     """key -> batch number, for the jobs short enough to share a cluster job (rows sorted by key)."""
     out, number, total, size = {}, 0, 0, 0
     for key, value in rows:

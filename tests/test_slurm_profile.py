@@ -54,6 +54,9 @@ def test_cluster_sizes_cover_every_kind():
     for kind, size in kinds.items():
         assert isinstance(size["mem_mb"], int) and size["mem_mb"] >= 100, kind
         assert size["seconds"] > 0, kind
+        # the mean job (what dperm estimate counts for a kind sized as a whole) within its largest
+        assert 0 < size["mean"] <= size["seconds"], kind
+    assert 0 <= SIZES["scheduler_seconds"] < 1  # Snakemake's own CPU per job
     assert SIZES["runtime_factor"] >= 1
     for kind, rows in SIZES["seconds"].items():
         assert kind in kinds

@@ -8,8 +8,13 @@ run: rule, jobid, wildcards, inputs and outputs. :func:`parse` reads that listin
 the job that writes one of its inputs). Each job's cost is its row of ``workflow/cluster.yaml``
 (estimated CPU seconds at the full protocol, measured from the project's benchmark files by
 ``benchmarks/slurm_resources.py``), or its kind's largest estimate for a job the table does not
-list. :func:`list_schedule` runs the graph on N cores, longest remaining path first, and returns
-the wall time with the critical path (the longest chain of jobs: no number of cores beats it).
+list. A job of a kind sized as a whole (a preparation, a cut, a summary, a product) costs its
+kind's mean measured job (``mean``), not the kind's largest (``seconds``, the bound its time
+limit is asked from): 1,900 cuts of about 0.06 CPU-s each are not 1,900 seconds. Every job also
+carries Snakemake's own work per job (``scheduler_seconds``: the measured run's CPU time beyond
+its jobs' own, per job), spent on the job's core. :func:`list_schedule` runs the graph on N
+cores, longest remaining path first, and returns the wall time with the critical path (the
+longest chain of jobs: no number of cores beats it).
 
 The cluster scripts (``benchmarks/cluster_projection.py``, ``slurm_resources.py``) use the same
 parser and keys, so the local estimate and the cluster projection read one table the same way.
@@ -135,6 +140,46 @@ def key_of(job: Job) -> tuple[str, str] | None:
     return kind, key
 
 
+#: the wildcards of a fit that name the optima and starts it reads (common.smk: job_inputs)
+_CELL = ("paper", "experiment", "dataset", "model")
+
+
+def waiting_cells(jobs: list[Job]) -> set[tuple[str, ...]]:
+    """(paper, experiment, dataset, model) of every fit that waits for the tuning checkpoint
+    (inputs ``<TBD>``): what it reads is decided by the tuning, so a dry run cannot list the
+    optimum or θ̃ (starts) such a fit reads (e.g. Kang et al.'s MLP, whose optimum follows the
+    tuned problem)."""
+    return {tuple(j.wildcards[n] for n in _CELL) for j in jobs
+            if "<TBD>" in j.inputs and (key_of(j) or ("",))[0] == "fit" and all(n in j.wildcards for n in _CELL)}
+
+
+def hidden_jobs(jobs: list[Job], sizes: dict) -> list[Job]:
+    """The optima and starts the tuning checkpoint hides from a dry run (:func:`waiting_cells`),
+    as the table lists them (``seconds: optimum:`` rows of a waiting fit's paper, experiment,
+    dataset and model that no listed job has). Each waits for what such a fit waits for (its
+    inputs are ``<TBD>``: :func:`dependencies`), and the waiting fits of its cell wait for it.
+    The listed fits gain an input here (the hidden job's output)."""
+    listed = {key_of(j) for j in jobs if j.runs}
+    waiting = waiting_cells(jobs)
+    rows = sizes.get("seconds", {}).get("optimum", {})
+    next_id = max((j.jobid for j in jobs), default=0) + 1
+    out = []
+    for key in sorted(rows):
+        parts = key.split("/")
+        cell = tuple(parts[:4])
+        if cell not in waiting or ("optimum", key) in listed or len(parts) not in (5, 6):
+            continue
+        names = dict(zip(_CELL, cell), profile=parts[4], **({"l2": parts[5]} if len(parts) == 6 else {}))
+        job = Job(jobid=next_id, rule="optimum" if len(parts) == 6 else "starts", local=False, inputs=["<TBD>"],
+                  outputs=[f"<behind the tuning checkpoint: optimum {key}>"], wildcards=names)
+        next_id += 1
+        out.append(job)
+        for fit in jobs:
+            if "<TBD>" in fit.inputs and tuple(fit.wildcards.get(n) for n in _CELL) == cell:
+                fit.inputs.append(job.outputs[0])
+    return out
+
+
 def job_seconds(sizes: dict, job: Job) -> tuple[float, str]:
     """(estimated CPU seconds, how it was had): ``listed`` (the table's row of this very job, or a
     kind sized as a whole), ``similar`` (a job the table does not list, e.g. after a config change:
@@ -148,8 +193,9 @@ def job_seconds(sizes: dict, job: Job) -> tuple[float, str]:
     row = rows.get(key)
     if row:
         return float(row[0]), "listed"
-    if kind not in ESTIMATED:
-        return float(sizes["kinds"][kind]["seconds"]), "listed"
+    if kind not in ESTIMATED:  # sized as a whole: the mean job (an older table: the largest)
+        size = sizes["kinds"][kind]
+        return float(size.get("mean", size["seconds"])), "listed"
     paper, algorithm = job.wildcards.get("paper"), job.wildcards.get("algorithm")
     for match in ((lambda k: k.startswith(f"{paper}/") and k.endswith(f"/{algorithm}")) if algorithm else None,
                   lambda k: k.startswith(f"{paper}/")):
@@ -252,21 +298,25 @@ def estimate(targets: list[str], cores: int, options: list[str], workdir: str = 
         raise ValueError(f"cores must be at least 1; got {cores}")
     sizes, origin = read_sizes(workdir)
     jobs = [j for j in dry_run(targets, options, workdir) if j.runs]
+    hidden = hidden_jobs(jobs, sizes)
+    jobs += hidden
     deps = dependencies(jobs)
     seconds, how, kinds, cpu = {}, Counter(), Counter(), Counter()
+    scheduler = float(sizes.get("scheduler_seconds", 0.0))  # Snakemake's own CPU per job
     for job in jobs:
         s, source = job_seconds(sizes, job)
-        seconds[job.jobid] = s
+        seconds[job.jobid] = s + scheduler
         how[source] += 1
         kind = (key_of(job) or ("data", ""))[0]
         kinds[kind] += 1
         cpu[kind] += s
+        cpu["snakemake"] += scheduler
     wall, critical, chain = list_schedule(jobs, deps, seconds, cores)
     by_id = {j.jobid: j for j in jobs}
     return {"targets": targets, "cores": cores, "jobs": len(jobs), "kinds": dict(kinds), "cpu_by_kind": dict(cpu),
             "cpu_seconds": sum(seconds.values()), "wall_seconds": wall, "critical_seconds": critical,
             "critical_path": [_label(by_id[i]) for i in chain],
-            "sources": dict(how), "measured_from": origin}
+            "sources": dict(how), "hidden": len(hidden), "measured_from": origin}
 
 
 def _label(job: Job) -> str:
@@ -296,7 +346,9 @@ def format_estimate(result: dict) -> str:
                  + (f"; {sources['similar']} (not in the table) take the median of similar jobs" if sources.get(
                      "similar") else "")
                  + (f"; {sources['kind']} take their kind's largest estimate (an upper bound)" if sources.get("kind")
-                    else ""))
+                    else "")
+                 + (f"; {result['hidden']} of them (optima and starts behind the tuning checkpoint, which a dry run "
+                    "cannot list) come from the table's rows" if result.get("hidden") else ""))
     lines.append("a reduced config (config/quick.yaml, .test/config) runs fewer fits per job than the table's "
                  "full protocol: for it the estimate is an upper bound")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from dperm.estimate import Job, dependencies, job_seconds, list_schedule, parse
+from dperm.estimate import Job, dependencies, hidden_jobs, job_seconds, list_schedule, parse
 
 LISTING = """\
 Building DAG of jobs...
@@ -82,6 +82,50 @@ def test_a_job_the_table_does_not_list_takes_the_median_of_its_paper_and_algorit
     assert job_seconds(sizes, other) == (700.0, "kind")
 
 
+def test_a_job_of_a_kind_sized_as_a_whole_costs_its_kind_s_mean_not_its_largest():
+    """1,900 cuts of about 0.06 CPU-s each are not 1,900 seconds: the kind's ``seconds`` (its
+    largest job, the bound a cluster time limit is asked from) is used only by a table without
+    ``mean``."""
+    cut = Job(jobid=1, rule="cut_cell", local=False, outputs=["results/runs/p/e/wine/lr/x/eps1.csv"],
+              wildcards={"paper": "p", "experiment": "e", "dataset": "wine", "model": "lr", "algorithm": "x"})
+    assert job_seconds({"kinds": {"cut": {"seconds": 1, "mean": 0.061}}}, cut) == (0.061, "listed")
+    assert job_seconds({"kinds": {"cut": {"seconds": 1}}}, cut) == (1.0, "listed")
+
+
+def _fit(jobid, experiment, model, waiting=True):
+    return Job(jobid=jobid, rule="run_job", local=False, inputs=["<TBD>"] if waiting else ["data.npz"],
+               outputs=[f"results/jobs/p/{experiment}/kdd/{model}/x{jobid}.csv"],
+               wildcards={"paper": "p", "experiment": experiment, "dataset": "kdd", "model": model,
+                          "algorithm": f"x{jobid}"})
+
+
+def test_the_optima_behind_the_tuning_checkpoint_come_from_the_table_in_the_chain():
+    """A fit that waits for the tuning checkpoint reads an optimum and a start the tuning decides:
+    the dry run lists neither, so the estimate takes them from the table's rows of that fit's
+    cell, after its tuning part and before it (the chain tuning -> optimum -> fit), and only
+    those: not a listed optimum again, not another cell's."""
+    tune = Job(jobid=1, rule="tune", local=False, outputs=["results/tuning/p/kdd/mlp/t.json"],
+               wildcards={"paper": "p", "dataset": "kdd", "model": "mlp", "profile": "t"})
+    listed = Job(jobid=2, rule="optimum", local=False, outputs=["results/optima/p/e/kdd/lr/t/l2-0.csv"],
+                 wildcards={"paper": "p", "experiment": "e", "dataset": "kdd", "model": "lr", "profile": "t",
+                            "l2": "0"})
+    waiting, other_cell, lr_fit = _fit(3, "e", "mlp"), _fit(4, "f", "mlp"), _fit(5, "e", "lr", waiting=False)
+    jobs = [tune, listed, waiting, other_cell, lr_fit]
+    rows = {"p/e/kdd/mlp/t/0": [250.0, None], "p/e/kdd/mlp/t": [130.0, None], "p/e/kdd/lr/t/0": [3.0, 0],
+            "p/g/kdd/mlp/t/0": [90.0, None]}
+    hidden = hidden_jobs(jobs, {"seconds": {"optimum": rows}})
+    assert sorted((j.rule, j.wildcards.get("l2")) for j in hidden) == [("optimum", "0"), ("starts", None)]
+    assert {job_seconds({"seconds": {"optimum": rows}}, j) for j in hidden} == {(250.0, "listed"), (130.0, "listed")}
+    deps = dependencies([*jobs, *hidden])
+    assert all(deps[j.jobid] == {1} for j in hidden)  # after the tuning part of its paper, dataset, model
+    assert deps[3] == {1} | {j.jobid for j in hidden}  # the fit waits for both
+    assert deps[4] == {1}  # another experiment's fit: the table lists no optimum of its cell
+    wall, critical, chain = list_schedule([*jobs, *hidden], deps, {1: 60.0, 2: 3.0, 3: 200.0, 4: 10.0, 5: 5.0,
+                                                                    **{j.jobid: job_seconds({"seconds": {"optimum": rows}},
+                                                                                            j)[0] for j in hidden}}, 64)
+    assert critical == pytest.approx(60 + 250 + 200) and chain[0] == 1 and chain[-1] == 3
+
+
 def test_the_estimate_of_a_target_counts_the_dry_run_s_jobs(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dperm", "estimate", "demo", "--from-scratch", "--json"],
                          cwd=REPO, capture_output=True, text=True)
@@ -90,6 +134,25 @@ def test_the_estimate_of_a_target_counts_the_dry_run_s_jobs(tmp_path):
     assert result["jobs"] == sum(result["kinds"].values()) and result["kinds"]["fit"] >= 1
     assert result["critical_seconds"] <= result["wall_seconds"] <= result["cpu_seconds"] + 1e-9
     assert result["measured_from"].startswith("measured at commit")
+    # Snakemake's own work, per job, from the table: in the CPU time and in the breakdown
+    from dperm.estimate import read_sizes
+
+    scheduler = read_sizes(str(REPO))[0]["scheduler_seconds"]
+    assert 0 < scheduler < 1
+    assert result["cpu_by_kind"]["snakemake"] == pytest.approx(scheduler * result["jobs"])
+    assert result["cpu_seconds"] == pytest.approx(sum(result["cpu_by_kind"].values()))
+
+
+def test_kang_s_estimate_holds_the_optima_behind_its_tuning_checkpoint():
+    """Kang et al.'s MLP optima and starts follow the tuned problem: a dry run cannot list them,
+    and the table has their rows (benchmarks/slurm_resources.py adds them from the measured run)."""
+    out = subprocess.run([sys.executable, "-m", "dperm", "estimate", "kang", "--from-scratch", "--json"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["hidden"] >= 6  # an optimum and a start on each of the three MLP panels
+    assert result["sources"] == {"listed": result["jobs"]}
+    assert any(step.startswith("optimum(kang/fig/kddcup99/mlp/") for step in result["critical_path"])
 
 
 def test_an_unknown_target_is_one_clear_error():
