@@ -30,6 +30,8 @@ where it exists (the benchmark files sample CPU time and undercount). From those
   `--run-cpu label=s`: the whole run's CPU time (user + system of every process, e.g.
   `/usr/bin/time`) of a `--full` run; what it spent beyond its jobs' own, per job, is Snakemake's
   own work (``scheduler_seconds``), which the estimate adds to every job.
+  `--drop label:kind:key-glob` leaves out a run's jobs whose keys match (e.g. a job since split into
+  parts, which another `--full` run measured).
   `--ignore label:kind` leaves out a run's jobs of a kind that the workflow has since reshaped
   (e.g. its tunings, one job per dataset before they were split into parts measured by another run).
   The optima and starts behind the tuning checkpoint, which a dry run cannot list, take their rows
@@ -76,6 +78,8 @@ def kind_and_key(path: Path) -> tuple[str, str]:
         return "fit", "/".join(parts)
     if top == "parts":  # parts/paper/experiment/dataset/model/algorithm/part<k>
         return "fit", "/".join([*parts[:-1], parts[-1].removeprefix("part")])
+    if top == "optimum" and parts[-1].startswith("part"):  # optimum/p/e/d/m/profile/l2-<l2>/part<k>
+        return "optimum", "/".join([*parts[:4], parts[-1].removeprefix("part"), parts[4], parts[5].removeprefix("l2-")])
     if top == "optimum":  # optimum/paper/experiment/dataset/model/profile/l2-<l2>
         return "optimum", "/".join([*parts[:-1], parts[-1].removeprefix("l2-")])
     if top == "starts":  # starts/paper/experiment/dataset/model/profile
@@ -180,6 +184,9 @@ def main() -> None:
     parser.add_argument("--ignore", action="append", default=[], metavar="LABEL:KIND",
                         help="leave out a run's jobs of a kind (jobs the workflow no longer has, e.g. "
                              "default:tuning when another run measured the tuning as it now is)")
+    parser.add_argument("--drop", action="append", default=[], metavar="LABEL:KIND:KEY-GLOB",
+                        help="leave out a run's jobs of a kind whose keys match (jobs the workflow has since "
+                             "reshaped, e.g. a job now split into parts that another run measured)")
     parser.add_argument("--run-cpu", default=None, metavar="LABEL=SECONDS",
                         help="a --full run's whole CPU time (all processes): Snakemake's own work per job is "
                              "what it spent beyond its jobs' own")
@@ -188,6 +195,9 @@ def main() -> None:
     args = parser.parse_args()
 
     reduced, full = read_runs(args.run), read_runs(args.full)
+    # the whole run's CPU less its jobs' own (--run-cpu) counts every job it measured, dropped,
+    # ignored or not
+    run_rows = {label: list(rows) for label, rows in full.items()}
     for spec in args.ignore:
         label, sep, kind = spec.partition(":")
         runs = reduced if label in reduced else full
@@ -195,6 +205,16 @@ def main() -> None:
             sys.exit(f"--ignore {spec!r}: give LABEL:KIND, a label of --run/--full ({', '.join([*reduced, *full])}) "
                      f"and a kind ({', '.join(KINDS)})")
         runs[label] = [r for r in runs[label] if r["kind"] != kind]
+    for spec in args.drop:
+        label, kind, pattern = (spec.split(":", 2) + ["", ""])[:3]
+        runs = reduced if label in reduced else full
+        if label not in runs or kind not in KINDS or not pattern:
+            sys.exit(f"--drop {spec!r}: give LABEL:KIND:KEY-GLOB, a label of --run/--full "
+                     f"({', '.join([*reduced, *full])}) and a kind ({', '.join(KINDS)})")
+        keep = [r for r in runs[label] if not (r["kind"] == kind and fnmatch.fnmatchcase(r["key"], pattern))]
+        if len(keep) == len(runs[label]):
+            sys.exit(f"--drop {spec!r}: no measured {kind} job of {label} matches {pattern!r}")
+        runs[label] = keep
     everything = [r for rows in (*reduced.values(), *full.values()) for r in rows]
     scheduler = None
     if args.run_cpu is not None:
@@ -203,13 +223,13 @@ def main() -> None:
             total = float(total)
         except ValueError:
             total = -1.0
-        if not sep or label not in full or not full[label] or total <= 0:
+        if not sep or label not in run_rows or not run_rows[label] or total <= 0:
             sys.exit(f"--run-cpu {args.run_cpu!r}: give LABEL=SECONDS, a label of --full ({', '.join(full) or 'none'}) "
                      "with measured jobs and its run's CPU seconds (> 0)")
-        own = sum(work(r) for r in full[label])
+        own = sum(work(r) for r in run_rows[label])
         if own > total:
             sys.exit(f"--run-cpu {args.run_cpu!r}: the run's jobs alone took {own:.0f} CPU-s, more than {total:.0f}")
-        scheduler = (total - own) / len(full[label])
+        scheduler = (total - own) / len(run_rows[label])
     measured_full = mean_by_key([r for rows in full.values() for r in rows])
     estimate_from = args.estimate_from or list(reduced)
     measured_reduced = mean_by_key([r for label in estimate_from for r in reduced[label]])

@@ -76,8 +76,6 @@ def _cmd_dataset_table(args) -> None:
 
 
 def _cmd_run_job(args) -> None:
-    import pandas as pd
-
     from .config import load_spec
     from .datasets.prepare import load_prepared
     from .files import write_text_atomic
@@ -89,7 +87,7 @@ def _cmd_run_job(args) -> None:
     tuned = json.loads(open(args.tuning).read()) if args.tuning else None
     specs = [apply_tuning(spec, tuned) for spec in specs]
     arrays, _ = load_prepared(args.data)
-    optima = pd.read_csv(args.optimum) if args.optimum else None
+    optima = _read_optima(args.optimum) if args.optimum else None
     if args.starts:
         from .algorithms.pidp_sgd import share_starts
         from .optimum import read_starts
@@ -113,14 +111,33 @@ def _cmd_cut_cell(args) -> None:
     log.info("%d records at %s from %s -> %s", count, args.setting, args.source, args.out)
 
 
+def _read_optima(paths: list[str]):
+    """The optima of a job's splits, from one file or from the parts of a split optimum, each
+    split once."""
+    import pandas as pd
+
+    optima = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+    twice = optima.duplicated(["fold", "repeat"])
+    if twice.any():
+        fold, repeat = optima.loc[twice, ["fold", "repeat"]].iloc[0]
+        raise ValueError(f"--optimum {' '.join(paths)}: split (fold {fold}, repeat {repeat}) is given twice")
+    return optima
+
+
 def _cmd_optimum(args) -> None:
     from .config import load_spec
     from .datasets.prepare import load_prepared
     from .files import write_text_atomic
     from .optimum import compute_optima
 
+    part = None
+    if args.part is not None:
+        k, sep, n = args.part.partition("/")
+        if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            raise ValueError(f"--part takes K/N with 1 <= K <= N (part K of N); got {args.part!r}")
+        part = (int(k), int(n))
     arrays, _ = load_prepared(args.data)
-    table = compute_optima(load_spec(args.spec), arrays, log=log.info)
+    table = compute_optima(load_spec(args.spec), arrays, log=log.info, part=part)
     write_text_atomic(args.out, table.to_csv(index=False))
 
 
@@ -405,7 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a JSON list of cell specs on the same data (or one spec); or @file.json")
     p.add_argument("--data", required=True, help="prepared .npz")
     p.add_argument("--tuning", default=None, help="the paper's tuning choices .json (cells that use them)")
-    p.add_argument("--optimum", default=None, help="optima .csv of the same splits (for opt_gap)")
+    p.add_argument("--optimum", nargs="+", default=None,
+                   help="optima .csv of the same splits (for opt_gap): one file, or the parts of a split optimum")
     p.add_argument("--starts", default=None, help="start file .npz (dperm starts): theta~ solved once for its jobs")
     p.add_argument("--extra", action="append", default=[],
                    help="<role>=<prepared .npz>: other data the cells' metric hooks read (repeatable)")
@@ -421,6 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("optimum", help="certified optimum of every training fold")
     p.add_argument("--spec", required=True, help="optimum spec as JSON, or @file.json")
     p.add_argument("--data", required=True)
+    p.add_argument("--part", default=None, metavar="K/N",
+                   help="only part K of N: every N-th split from the K-th (an experiment's optimum_parts)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd_optimum)
 

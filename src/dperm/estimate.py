@@ -41,6 +41,7 @@ RULE_KIND = {
     "prepare": "data",
     "tune": "tuning",
     "optimum": "optimum",
+    "optimum_part": "optimum",
     "starts": "optimum",
     "run_job": "fit",
     "run_part": "fit",
@@ -164,14 +165,18 @@ def hidden_jobs(jobs: list[Job], sizes: dict) -> list[Job]:
     rows = sizes.get("seconds", {}).get("optimum", {})
     next_id = max((j.jobid for j in jobs), default=0) + 1
     out = []
+    # the keys' forms (CLUSTER_ID's order): a start, an optimum, a part of a split optimum
+    forms = {5: ("starts", ("profile",)), 6: ("optimum", ("profile", "l2")),
+             7: ("optimum_part", ("part", "profile", "l2"))}
     for key in sorted(rows):
         parts = key.split("/")
         cell = tuple(parts[:4])
-        if cell not in waiting or ("optimum", key) in listed or len(parts) not in (5, 6):
+        if cell not in waiting or ("optimum", key) in listed or len(parts) not in forms:
             continue
-        names = dict(zip(_CELL, cell), profile=parts[4], **({"l2": parts[5]} if len(parts) == 6 else {}))
-        job = Job(jobid=next_id, rule="optimum" if len(parts) == 6 else "starts", local=False, inputs=["<TBD>"],
-                  outputs=[f"<behind the tuning checkpoint: optimum {key}>"], wildcards=names)
+        rule, names = forms[len(parts)]
+        job = Job(jobid=next_id, rule=rule, local=False, inputs=["<TBD>"],
+                  outputs=[f"<behind the tuning checkpoint: optimum {key}>"],
+                  wildcards=dict(zip(_CELL, cell), **dict(zip(names, parts[4:]))))
         next_id += 1
         out.append(job)
         for fit in jobs:

@@ -16,7 +16,9 @@ non-private L-BFGS solves (at most m iterations each) from Glorot initialisation
 split and the start index: an upper bound on the true minimum, so an opt_gap below 0 means a
 run beat them. ``certified`` is false and ``F_gap_bound`` infinite.
 
-One file per (experiment, dataset, model) is shared by every algorithm and ε of that model. The
+One file per (experiment, dataset, model) is shared by every algorithm and ε of that model; an
+experiment may split a long one into parts (``optimum_parts``: each part solves every n-th split,
+:func:`part_splits`), whose files the jobs read together. The
 solutions are not kept: the certified optimum and PIDP-SGD's start solve different problems (F
 from seeded draws, against F + (shift/2)‖θ‖² from one public initialisation).
 
@@ -67,16 +69,33 @@ def _solve(problem, gtol: float, x0=None):
     return float(res.fun), float(res.gap_bound), float(res.grad_norm), res.x
 
 
-def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd.DataFrame:
-    """One row per split of ``spec``'s protocol (module docstring)."""
+def part_splits(splits: list, part: tuple[int, int] | None) -> list:
+    """The splits of part ``(k, n)`` (k = 1..n): split i (from 0) goes to part i mod n + 1, so the
+    parts of a split optimum share its splits evenly; None: all of them. Each split's solve
+    depends only on the split (its rows, its seeds), so the parts' rows are the whole's."""
+    if part is None:
+        return splits
+    k, n = part
+    if not 1 <= k <= n:
+        raise ValueError(f"optimum part {k} of {n}: the part must be 1..{n}")
+    if n > len(splits):
+        raise ValueError(f"optimum in {n} parts: the protocol has {len(splits)} splits, at most that many parts")
+    return splits[k - 1::n]
+
+
+def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None,
+                   part: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One row per split of ``spec``'s protocol (module docstring); ``part`` (k, n): only the
+    splits of part k of n (:func:`part_splits`)."""
     full = build_problem(spec, arrays)
+    splits = part_splits(make_splits(spec["protocol"], full.n, split_seed(spec)), part)
     if not getattr(full.loss, "convex", False):
         if "multistart" not in spec:
             raise ValueError(f"loss {spec['model']['loss']!r} is not convex: no certified optimum exists "
                              "(a paper may ask for multi-start solves: optimum.multistart)")
-        return _multistart_optima(spec, full, log)
+        return _multistart_optima(spec, full, splits, log)
     rows = []
-    for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
+    for split in splits:
         train = full.subset(split.train)
         F_star, F_bound, F_grad, w_hat = _solve(train, gtol)
         if not spec.get("unregularised", True):
@@ -97,13 +116,13 @@ def compute_optima(spec: dict, arrays: dict, gtol: float = 1e-9, log=None) -> pd
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _multistart_optima(spec: dict, full, log=None) -> pd.DataFrame:
+def _multistart_optima(spec: dict, full, splits: list, log=None) -> pd.DataFrame:
     """Best of ``multistart.starts`` L-BFGS solves per split (module docstring)."""
     from .protocol.seeds import derive_seed
 
     starts, iterations = int(spec["multistart"]["starts"]), int(spec["multistart"]["iterations"])
     rows = []
-    for split in make_splits(spec["protocol"], full.n, split_seed(spec)):
+    for split in splits:
         train = full.subset(split.train)
         best_F, best_L, best_g = np.inf, np.inf, np.nan
         for start in range(starts):

@@ -281,3 +281,33 @@ def test_bad_parts_are_refused(tmp_path, parts, message):
     config["experiments"]["e"]["parts"] = parts
     with pytest.raises(ConfigError, match=message):
         _load(tmp_path, config)
+
+
+def test_a_split_optimum_is_read_as_its_parts(tmp_path):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["e"]["optimum_parts"] = {"wine": {"lr": 2}}
+    paper = _load(tmp_path, config)
+    spec = ex.cell_spec(paper, ex.cells(paper)[1], seed=3)
+    assert ex.optimum_files(paper, spec) == ["results/optima/p/e/wine/lr/default/l2-0.01/part1.csv",
+                                             "results/optima/p/e/wine/lr/default/l2-0.01/part2.csv"]
+    assert ex.optimum_files(_load(tmp_path, BASE), spec) == [ex.optimum_path(spec)]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"optimum_parts": {"adult": {"lr": 2}}}, r"experiments.e.optimum_parts: 'adult' is not one of the experiment's"),
+    ({"optimum_parts": {"wine": {"svm": 2}}}, r"optimum_parts.wine: 'svm' is not one of the models fitted on 'wine'"),
+    ({"optimum_parts": {"wine": {"lr": 6}}}, r"optimum_parts.wine.lr: 6 parts for 5 splits: at most 5"),
+    ({"optimum_parts": {"wine": {"lr": 2}}, "optimum": {"solve": False}},
+     r"optimum_parts.wine.lr: the paper solves no optimum of 'lr'"),
+])
+def test_bad_optimum_parts_are_refused(tmp_path, change, message):
+    import copy
+
+    config = copy.deepcopy(BASE)
+    config["experiments"]["e"]["optimum_parts"] = change["optimum_parts"]
+    if "optimum" in change:
+        config["optimum"] = change["optimum"]
+    with pytest.raises(ConfigError, match=message):
+        _load(tmp_path, config)

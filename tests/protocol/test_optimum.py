@@ -4,6 +4,7 @@ with the optimality conditions, including the hard cases (λ = 0, a singular Hes
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dperm import optimum, solvers
@@ -110,3 +111,40 @@ def test_multistart_optimum_of_a_non_convex_model_is_the_best_of_its_starts():
     assert len(three) == 2 and not three["certified"].any()
     assert (three["L_star"] <= one["L_star"] + 1e-12).all()  # start 0 is the same solve
     assert three.equals(again)
+
+
+def test_an_optimum_solved_in_parts_has_the_whole_s_rows():
+    """Part k of n solves every n-th split from the k-th (an experiment's ``optimum_parts``): the
+    parts' rows together are the whole optimum's, bit for bit, for a certified optimum and for a
+    multi-start one; a part outside 1..n or more parts than splits is refused."""
+    from dperm.optimum import compute_optima
+
+    X, y = _data(n=300, p=4, seed=2)
+    arrays = {"X": X, "ypm": y, "y01": (y > 0).astype(float)}
+    lr = {"model": {"loss": "logistic", "l2": 1e-3}, "protocol": {"kind": "kfold", "folds": 3, "repeats": 2},
+          "paper": "t", "experiment": "t", "dataset": "t", "seed": 4}
+    mlp = {**lr, "model": {"loss": "mlp", "loss_params": {"hidden": 3}, "l2": 0.0},
+           "protocol": {"kind": "holdout", "test_fraction": 0.2, "repeats": 3},
+           "multistart": {"starts": 2, "iterations": 15}}
+    for spec, n in ((lr, 4), (mlp, 2)):
+        whole = compute_optima(spec, arrays)
+        parts = [compute_optima(spec, arrays, part=(k, n)) for k in range(1, n + 1)]
+        assert all(len(p) for p in parts) and sum(map(len, parts)) == len(whole)
+        joined = pd.concat(parts).sort_values(["repeat", "fold"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(joined, whole.sort_values(["repeat", "fold"]).reset_index(drop=True),
+                                      check_exact=True)
+    with pytest.raises(ValueError, match="part 3 of 2"):
+        compute_optima(lr, arrays, part=(3, 2))
+    with pytest.raises(ValueError, match="7 parts: the protocol has 6 splits"):
+        compute_optima(lr, arrays, part=(1, 7))
+
+
+def test_a_job_reads_a_split_optimum_s_parts_each_split_once(tmp_path):
+    from dperm.cli import _read_optima
+
+    a, b = tmp_path / "part1.csv", tmp_path / "part2.csv"
+    a.write_text("fold,repeat,F_star\n0,0,1.0\n0,2,1.5\n")
+    b.write_text("fold,repeat,F_star\n0,1,2.0\n")
+    assert sorted(_read_optima([str(a), str(b)])["repeat"]) == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"split \(fold 0, repeat 0\) is given twice"):
+        _read_optima([str(a), str(a)])

@@ -73,3 +73,49 @@ def test_a_split_job_s_cells_equal_the_whole_job_s(tmp_path, mirror):
     for key, frame in whole.items():
         assert len(frame) == 2 * 2  # 2 folds x 2 draws
         pd.testing.assert_frame_equal(split[key], frame, check_exact=True, obj=key)
+
+
+MLP_PAPER = {
+    "paper": "demo", "title": "optimum parts probe",
+    "models": {"mlp": {"loss": "mlp", "loss_params": {"hidden": 4}}},
+    "algorithms": {"dp-sgd": {"epochs": 1, "batch_size": 256}},
+    "experiments": {"demo": {"title": "probe", "datasets": ["bank-dpagd"], "models": ["mlp"],
+                             "algorithms": ["dp-sgd"], "epsilons": [0.8], "delta": 1e-8,
+                             "protocol": {"kind": "kfold", "folds": 3, "repeats": 1, "draws": 1}}},
+    "optimum": {"multistart": 2, "multistart_iterations": 5},
+    "figures": {"demo": {"kind": "epsilon", "experiment": "demo", "model": "mlp", "title": "probe"}},
+}
+MLP_SPLIT = copy.deepcopy(MLP_PAPER)
+MLP_SPLIT["experiments"]["demo"]["optimum_parts"] = {"bank-dpagd": {"mlp": 2}}
+
+
+def test_a_split_optimum_s_parts_are_the_whole_optimum_and_its_cells_are_the_same(tmp_path, mirror):
+    """experiments.<e>.optimum_parts: the multi-start optimum of the three splits solved in two
+    processes (splits 1 and 3, then 2); the job reads both files; its cells (opt_gap included) and
+    the optima are the whole run's bit for bit."""
+    root = tmp_path / "workflow"
+    root.mkdir()
+    copy_workflow(root)
+    (root / "papers").mkdir()
+    env = snakemake_env(mirror)
+    optima = root / "results" / "optima" / "demo" / "demo" / "bank-dpagd" / "mlp" / "default"
+    cell = root / "results" / "runs" / "demo" / "demo" / "bank-dpagd" / "mlp" / "dp-sgd" / "eps0.8.csv"
+    write(root, MLP_PAPER, CONFIG)
+    run = snakemake(root, env, "demo")
+    assert run.returncode == 0, run.stderr[-3000:]
+    whole_optimum = pd.read_csv(optima / "l2-0.csv")
+    whole_cell = pd.read_csv(cell).drop(columns=["fit_seconds"])
+    assert whole_cell["opt_gap"].notna().all()
+
+    write(root, MLP_SPLIT, CONFIG)
+    refused = snakemake(root, env, "-n", str((optima / "l2-0" / "part3.csv").relative_to(root)))
+    assert refused.returncode != 0
+    assert "the experiment solves it in 2 part(s)" in refused.stderr + refused.stdout
+    run = snakemake(root, env, "demo")
+    assert run.returncode == 0, run.stderr[-3000:]
+    parts = [pd.read_csv(optima / "l2-0" / f"part{k}.csv") for k in (1, 2)]
+    assert [len(p) for p in parts] == [2, 1]
+    joined = pd.concat(parts).sort_values(["repeat", "fold"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(joined, whole_optimum.sort_values(["repeat", "fold"]).reset_index(drop=True),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(pd.read_csv(cell).drop(columns=["fit_seconds"]), whole_cell, check_exact=True)

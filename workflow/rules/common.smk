@@ -255,7 +255,8 @@ def job_inputs(wildcards):
         inputs["tuning"] = tuning_choices(wildcards, spec)
         tuned = json.loads(Path(inputs["tuning"]).read_text())
     if grid.solves_optimum(paper, wildcards.model):
-        inputs["optimum"] = f"{OUT}{grid.optimum_path(grid.apply_tuning(spec, tuned))}"
+        files = grid.optimum_files(paper, grid.apply_tuning(spec, tuned))
+        inputs["optimum"] = [f"{OUT}{f}" for f in files] if len(files) > 1 else f"{OUT}{files[0]}"
     if len(start_specs(paper.key, job.experiment, job.dataset, job.model, spec["profile"])) > 1:
         inputs["starts"] = (
             f"{OUT}results/starts/{job.paper}/{job.experiment}/{job.dataset}/{job.model}/{spec['profile']}.npz"
@@ -370,6 +371,24 @@ def optimum_spec_json(wildcards):
         config["seed"],
     )
     return grid.dumps(spec)
+
+
+def optimum_part(wildcards):
+    """``--part K/N`` for a part of an optimum its experiment splits (``optimum_parts``), nothing
+    for a whole one; a part the configuration does not make is an error."""
+    if "part" not in wildcards.keys():
+        return ""
+    paper = PAPERS[wildcards.paper]
+    by_dataset = paper.experiments[wildcards.experiment].optimum_parts
+    n = by_dataset.get(wildcards.dataset, {}).get(wildcards.model, 1)
+    part = int(wildcards.part)
+    if not 1 <= part <= n or n == 1:
+        raise WorkflowError(
+            f"optimum part {part} of {wildcards.paper}/{wildcards.experiment} on {wildcards.dataset}/"
+            f"{wildcards.model}: the experiment solves it in {n} part(s) (optimum_parts: in "
+            f"config/papers/{wildcards.paper}.yaml)"
+        )
+    return f"--part {part}/{n}"
 
 
 def tuning_data(wildcards):

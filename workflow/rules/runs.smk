@@ -84,9 +84,22 @@ rule optimum:
     params:
         spec=optimum_spec_json,
         code=CODE["optimum"],
+        part=optimum_part,
     shell:
         "python -m dperm --threads {threads} --log {log} --usage {output.usage} optimum"
-        " --spec {params.spec:q} --data {input.data} --out {output.csv}"
+        " --spec {params.spec:q} --data {input.data} {params.part} --out {output.csv}"
+
+
+# An optimum its experiment splits (`optimum_parts`, a long multi-start solve on the critical path)
+# runs as parts, each the same command on every n-th split; the jobs read the parts together.
+use rule optimum as optimum_part with:
+    output:
+        csv=f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}/part{{part}}.csv",
+        usage=f"{OUT}results/optima/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}/part{{part}}.usage.json",
+    log:
+        f"{OUT}logs/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}/part{{part}}.log",
+    benchmark:
+        f"{OUT}benchmarks/out/optimum/{{paper}}/{{experiment}}/{{dataset}}/{{model}}/{{profile}}/l2-{{l2}}/part{{part}}.tsv"
 
 
 rule starts:

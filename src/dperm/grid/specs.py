@@ -174,6 +174,14 @@ def optimum_path(spec: dict) -> str:
             f"{spec['model']['name']}/{spec['profile']}/l2-{l2_token(spec['model'].get('l2', 0.0))}.csv")
 
 
+def optimum_files(paper: Paper, spec: dict) -> list[str]:
+    """The optimum file(s) a cell of ``spec`` reads: :func:`optimum_path`, or the parts of it its
+    experiment splits the optimum into (``optimum_parts``: ``.../l2-<λ>/part<k>.csv``)."""
+    path = optimum_path(spec)
+    n = paper.experiments[spec["experiment"]].optimum_parts.get(spec["dataset"], {}).get(spec["model"]["name"], 1)
+    return [path] if n == 1 else [f"{path.removesuffix('.csv')}/part{k}.csv" for k in range(1, n + 1)]
+
+
 def solves_optimum(paper: Paper, model: str) -> bool:
     """Whether a cell of ``model`` is compared with the optima of its splits: convex models (a
     certified optimum), non-convex ones only when the paper asks for multi-start solves

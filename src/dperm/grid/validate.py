@@ -16,8 +16,9 @@ import copy
 
 from ..config import ConfigError, read_yaml, validate
 from ..protocol.settings import format_epsilon
+from ..protocol.splits import split_count
 from .cells import algorithm_spec, base_key, experiment_profile, jobs, settings, sweep_key
-from .specs import RESERVED
+from .specs import RESERVED, solves_optimum
 from .views import Experiment, Figure, Paper
 
 
@@ -225,6 +226,20 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
             count = len(settings(paper, exp, key))
             if n > count:
                 _fail(f"{where}.parts.{dataset}.{key}", f"{n} parts for {count} privacy settings: at most {count}")
+    for dataset, parts in exp.optimum_parts.items():
+        if dataset not in exp.datasets:
+            _fail(f"{where}.optimum_parts", f"{dataset!r} is not one of the experiment's datasets "
+                                            f"{list(exp.datasets)}")
+        for model, n in parts.items():
+            if model not in exp.models_on(dataset):
+                _fail(f"{where}.optimum_parts.{dataset}", f"{model!r} is not one of the models fitted on "
+                                                          f"{dataset!r} {list(exp.models_on(dataset))}")
+            if not solves_optimum(paper, model):
+                _fail(f"{where}.optimum_parts.{dataset}.{model}", f"the paper solves no optimum of {model!r} "
+                                                                  "(optimum: solve, multistart): nothing to split")
+            count = split_count(exp.protocol)
+            if n > count:
+                _fail(f"{where}.optimum_parts.{dataset}.{model}", f"{n} parts for {count} splits: at most {count}")
     for dataset in exp.per_dataset:
         if dataset not in exp.datasets:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {list(exp.datasets)}")

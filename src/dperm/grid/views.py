@@ -42,6 +42,7 @@ class Experiment:
     profile: str = "default"
     priority: dict = field(default_factory=dict)
     parts: dict = field(default_factory=dict)
+    optimum_parts: dict = field(default_factory=dict)
     default_target: bool = True
     splits_of: str | None = None
     data_derived: dict = field(default_factory=dict)
