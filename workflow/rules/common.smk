@@ -378,9 +378,9 @@ def optimum_part(wildcards):
     for a whole one; a part the configuration does not make is an error."""
     if "part" not in wildcards.keys():
         return ""
-    paper = PAPERS[wildcards.paper]
-    by_dataset = paper.experiments[wildcards.experiment].optimum_parts
-    n = by_dataset.get(wildcards.dataset, {}).get(wildcards.model, 1)
+    n = grid.optimum_part_count(
+        PAPERS[wildcards.paper], wildcards.experiment, wildcards.dataset, wildcards.model
+    )
     part = int(wildcards.part)
     if not 1 <= part <= n or n == 1:
         raise WorkflowError(

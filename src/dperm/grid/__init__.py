@@ -38,6 +38,7 @@ from .specs import (
     job_uses_tuning,
     l2_token,
     optimum_files,
+    optimum_part_count,
     optimum_path,
     optimum_spec,
     paper_path,
@@ -52,6 +53,6 @@ __all__ = [
     "algorithm_spec", "apply_tuning", "base_key", "cell_part", "cell_source", "cell_spec", "cells", "check_hyper",
     "check_profiles", "dumps", "experiment_profile", "figure_datasets", "figure_spec", "find_job",
     "job_settings", "job_specs", "job_parts", "job_uses_tuning", "jobs", "l2_token", "load_paper", "merge",
-    "optimum_files", "optimum_path", "optimum_spec", "paper_path", "profile_options", "read_paper", "settings",
-    "solves_optimum", "sweep_key", "sweep_lookup", "uses_tuning",
+    "optimum_files", "optimum_part_count", "optimum_path", "optimum_spec", "paper_path", "profile_options",
+    "read_paper", "settings", "solves_optimum", "sweep_key", "sweep_lookup", "uses_tuning",
 ]

@@ -174,11 +174,17 @@ def optimum_path(spec: dict) -> str:
             f"{spec['model']['name']}/{spec['profile']}/l2-{l2_token(spec['model'].get('l2', 0.0))}.csv")
 
 
+def optimum_part_count(paper: Paper, experiment: str, dataset: str, model: str) -> int:
+    """How many processes the optima of (experiment, dataset, model) are solved in (``optimum_parts``;
+    1: whole)."""
+    return paper.experiments[experiment].optimum_parts.get(dataset, {}).get(model, 1)
+
+
 def optimum_files(paper: Paper, spec: dict) -> list[str]:
     """The optimum file(s) a cell of ``spec`` reads: :func:`optimum_path`, or the parts of it its
     experiment splits the optimum into (``optimum_parts``: ``.../l2-<λ>/part<k>.csv``)."""
     path = optimum_path(spec)
-    n = paper.experiments[spec["experiment"]].optimum_parts.get(spec["dataset"], {}).get(spec["model"]["name"], 1)
+    n = optimum_part_count(paper, spec["experiment"], spec["dataset"], spec["model"]["name"])
     return [path] if n == 1 else [f"{path.removesuffix('.csv')}/part{k}.csv" for k in range(1, n + 1)]
 
 

@@ -226,6 +226,7 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
             count = len(settings(paper, exp, key))
             if n > count:
                 _fail(f"{where}.parts.{dataset}.{key}", f"{n} parts for {count} privacy settings: at most {count}")
+    splits = split_count(exp.protocol)
     for dataset, parts in exp.optimum_parts.items():
         if dataset not in exp.datasets:
             _fail(f"{where}.optimum_parts", f"{dataset!r} is not one of the experiment's datasets "
@@ -237,9 +238,8 @@ def _check_experiment(paper: Paper, exp: Experiment, where: str) -> None:
             if not solves_optimum(paper, model):
                 _fail(f"{where}.optimum_parts.{dataset}.{model}", f"the paper solves no optimum of {model!r} "
                                                                   "(optimum: solve, multistart): nothing to split")
-            count = split_count(exp.protocol)
-            if n > count:
-                _fail(f"{where}.optimum_parts.{dataset}.{model}", f"{n} parts for {count} splits: at most {count}")
+            if n > splits:
+                _fail(f"{where}.optimum_parts.{dataset}.{model}", f"{n} parts for {splits} splits: at most {splits}")
     for dataset in exp.per_dataset:
         if dataset not in exp.datasets:
             _fail(f"{where}.per_dataset", f"{dataset!r} is not one of the experiment's datasets {list(exp.datasets)}")
