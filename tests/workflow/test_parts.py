@@ -72,7 +72,15 @@ def test_a_split_job_s_cells_equal_the_whole_job_s(tmp_path, mirror):
     split = cells(root)
     for key, frame in whole.items():
         assert len(frame) == 2 * 2  # 2 folds x 2 draws
-        pd.testing.assert_frame_equal(split[key], frame, check_exact=True, obj=key)
+        # The same chains with the same draws. Their float32 products (DP-AGD's margins, the noisy
+        # SGD kernel's sums) may round differently when fewer chains share a BLAS call: bit for
+        # bit on some CPUs, within 1e-7 relative on others (an AMD EPYC's OpenBLAS). Everything
+        # but the real numbers exactly; those to float32 (an accuracy moves by 1/n, far more).
+        reals = [c for c in frame.columns if frame[c].dtype.kind == "f"]
+        pd.testing.assert_frame_equal(split[key].drop(columns=reals), frame.drop(columns=reals), check_exact=True,
+                                      obj=key)
+        pd.testing.assert_frame_equal(split[key][reals], frame[reals], check_exact=False, rtol=1e-6, atol=1e-12,
+                                      obj=key)
 
 
 MLP_PAPER = {
