@@ -12,3 +12,12 @@ def read_only(a: np.ndarray) -> bool:
             return False
         a = a.base
     return True
+
+
+def float32_floor(x) -> np.ndarray:
+    """x rounded down to float32 (+inf stays +inf): the largest float32 that does not exceed x."""
+    x = np.asarray(x, dtype=float)
+    f = x.astype(np.float32)
+    above = f.astype(float) > x
+    f[above] = np.nextafter(f[above], np.float32(-np.inf))
+    return f

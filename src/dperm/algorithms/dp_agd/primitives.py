@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ...losses.arrays import float32_floor
 from ...privacy import ZCDPFilter
 
 __all__ = ["CodeBudget", "FilterBudget", "float32_floor", "grad_avg", "logistic_weights32", "margin_weights"]
@@ -48,14 +49,6 @@ def margin_weights(kind, loss, m, y, bound, out):
         np.minimum(d, bound[0], out=d)
         np.negative(d, out=out)
     return out
-
-
-def float32_floor(x: np.ndarray) -> np.ndarray:
-    """x rounded down to float32 (+inf stays +inf)."""
-    f = x.astype(np.float32)
-    above = f.astype(float) > x
-    f[above] = np.nextafter(f[above], np.float32(0.0))
-    return f
 
 
 def logistic_weights32(u, bound32, work, out):
