@@ -429,10 +429,8 @@ def test_fit_settings_gives_each_target_its_lone_fit(name, batch_size):
         assert res.epsilon_spent == target.epsilon and res.extra["rho_budget"] == lone.extra["rho_budget"]
         np.testing.assert_array_equal(res.iterations, lone.iterations)
         np.testing.assert_array_equal(res.extra["noisy_min_calls"], lone.extra["noisy_min_calls"])
-        # the same runs; the shared products may round in another order (wider BLAS blocks), and
-        # the margins are float32: on some CPUs' BLAS kernels that moves a weight by 2e-8 relative
-        # (an AMD EPYC's OpenBLAS), so the tolerance is float32's, far below a wrong λ's effect
-        np.testing.assert_allclose(res.weights, lone.weights, rtol=1e-6, atol=1e-9)
+        # the same runs; the shared products may round in another order (wider BLAS blocks)
+        np.testing.assert_allclose(res.weights, lone.weights, rtol=1e-9, atol=1e-12)
     with pytest.raises(TypeError, match="unknown hyper-parameter.*allowed"):
         algo.fit_settings(problem, targets, [np.random.default_rng(0)] * 3, draws=1, step=1)
     with pytest.raises(ValueError, match="one generator per privacy target"):
