@@ -159,7 +159,9 @@ def hidden_jobs(jobs: list[Job], sizes: dict) -> list[Job]:
     as the table lists them (``seconds: optimum:`` rows of a waiting fit's paper, experiment,
     dataset and model that no listed job has). Each waits for what such a fit waits for (its
     inputs are ``<TBD>``: :func:`dependencies`), and the waiting fits of its cell wait for it.
-    The listed fits gain an input here (the hidden job's output)."""
+    The listed fits gain an input here (the hidden job's output). For a start that is an upper
+    bound: only the fits that start from θ̃ read it (``dperm.grid.start_file``), but a dry run
+    does not say which fits those are while the checkpoint is pending."""
     listed = {key_of(j) for j in jobs if j.runs}
     waiting = waiting_cells(jobs)
     rows = sizes.get("seconds", {}).get("optimum", {})

@@ -51,3 +51,26 @@ def test_only_the_cells_that_start_from_a_non_private_solve_need_a_start():
     lr = {"name": "lr", "loss": "logistic", "l2": 0.0}
     assert not needs_start({**_spec("pidp-sgd-reference", lr), "hyper": {"start": "zero"}})
     assert not needs_start(_spec("dp-sgd", lr))
+
+
+def test_only_the_jobs_that_start_from_theta_tilde_read_the_shared_start_file():
+    """Kang et al.'s figure: the jobs that start from θ̃ share one file per (dataset, model);
+    a job of the same cell that does not (OutPert-SGD, the non-private fit) neither waits for it
+    nor reruns when it changes."""
+    from conftest import REPO
+
+    from dperm import grid
+
+    paper = grid.load_paper(REPO / "config" / "papers" / "kang.yaml")
+    reading, not_reading = {}, []
+    for job in grid.jobs(paper, ["fig"]):
+        path = grid.start_file(paper, job, seed=0)
+        if needs_start(grid.job_specs(paper, job, seed=0)[0]):
+            assert path == f"results/starts/kang/fig/{job.dataset}/{job.model}/kang.npz", job
+            reading.setdefault((job.dataset, job.model), []).append(job.algorithm)
+        else:
+            assert path is None, job
+            not_reading.append(job.algorithm)
+    assert {"outpert-sgd", "nonprivate"} <= set(not_reading)
+    assert all(len(algs) >= 2 for algs in reading.values())  # else the job would solve θ̃ alone
+    assert len(reading) == 6  # three datasets x (LR, MLP)

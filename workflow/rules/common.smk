@@ -26,7 +26,6 @@ from dperm.datasets import registry, synthetic
 from dperm.datasets.fetch import MIRROR_ENV, FetchError, resolve_mirror
 from dperm.datasets.prepare import availability
 from dperm.fingerprint import algorithm_fingerprint, source_fingerprint
-from dperm.optimum import needs_start
 from dperm.tuning import (
     needed_profiles,
     tuned_algorithms,
@@ -257,10 +256,9 @@ def job_inputs(wildcards):
     if grid.solves_optimum(paper, wildcards.model):
         files = grid.optimum_files(paper, grid.apply_tuning(spec, tuned))
         inputs["optimum"] = [f"{OUT}{f}" for f in files] if len(files) > 1 else f"{OUT}{files[0]}"
-    if len(start_specs(paper.key, job.experiment, job.dataset, job.model, spec["profile"])) > 1:
-        inputs["starts"] = (
-            f"{OUT}results/starts/{job.paper}/{job.experiment}/{job.dataset}/{job.model}/{spec['profile']}.npz"
-        )
+    start = grid.start_file(paper, job, config["seed"])
+    if start is not None:
+        inputs["starts"] = f"{OUT}{start}"
     for role, (dataset, profile) in metric_hooks.data_needs(spec).items():
         inputs[f"extra_{role}"] = prepared(dataset, profile)
     return inputs
@@ -268,15 +266,9 @@ def job_inputs(wildcards):
 
 @functools.cache
 def start_specs(paper, experiment, dataset, model, profile):
-    """The first cell spec of each job of (experiment, dataset, model), on data of ``profile``,
-    that starts from theta~ (dperm.optimum.compute_starts): when two or more do, rule starts
-    solves it once per split for them all."""
-    specs = (
-        grid.job_specs(PAPERS[paper], job, config["seed"])[0]
-        for job in grid.jobs(PAPERS[paper], [experiment])
-        if (job.dataset, job.model) == (dataset, model)
-    )
-    return [s for s in specs if s["profile"] == profile and needs_start(s)]
+    """The jobs of (experiment, dataset, model) on data of ``profile`` that start from theta~
+    (dperm.grid.start_specs): when two or more do, rule starts solves it once per split for them."""
+    return grid.start_specs(PAPERS[paper], experiment, dataset, model, profile, config["seed"])
 
 
 def starts_spec(wildcards):

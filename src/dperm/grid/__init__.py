@@ -43,6 +43,9 @@ from .specs import (
     optimum_spec,
     paper_path,
     solves_optimum,
+    start_file,
+    start_path,
+    start_specs,
     uses_tuning,
 )
 from .validate import check_hyper, check_profiles, load_paper, merge, profile_options, read_paper
@@ -54,5 +57,6 @@ __all__ = [
     "check_profiles", "dumps", "experiment_profile", "figure_datasets", "figure_spec", "find_job",
     "job_settings", "job_specs", "job_parts", "job_uses_tuning", "jobs", "l2_token", "load_paper", "merge",
     "optimum_files", "optimum_part_count", "optimum_path", "optimum_spec", "paper_path", "profile_options",
-    "read_paper", "settings", "solves_optimum", "sweep_key", "sweep_lookup", "uses_tuning",
+    "read_paper", "settings", "solves_optimum", "start_file", "start_path", "start_specs", "sweep_key", "sweep_lookup",
+    "uses_tuning",
 ]

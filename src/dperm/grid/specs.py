@@ -17,7 +17,17 @@ import json
 from pathlib import Path
 
 from ..protocol.settings import format_epsilon
-from .cells import Cell, Job, algorithm_spec, base_key, experiment_profile, job_parts, job_settings, sweep_lookup
+from .cells import (
+    Cell,
+    Job,
+    algorithm_spec,
+    base_key,
+    experiment_profile,
+    job_parts,
+    job_settings,
+    jobs,
+    sweep_lookup,
+)
 from .views import Paper
 
 #: keys of an ``algorithms`` entry that are not hyper-parameters
@@ -186,6 +196,36 @@ def optimum_files(paper: Paper, spec: dict) -> list[str]:
     path = optimum_path(spec)
     n = optimum_part_count(paper, spec["experiment"], spec["dataset"], spec["model"]["name"])
     return [path] if n == 1 else [f"{path.removesuffix('.csv')}/part{k}.csv" for k in range(1, n + 1)]
+
+
+def start_specs(paper: Paper, experiment: str, dataset: str, model: str, profile: str, seed: int) -> list[dict]:
+    """The first cell spec of each job of (experiment, dataset, model), on data of ``profile``,
+    that starts from θ̃ (:func:`dperm.optimum.needs_start`): when two or more do, one job
+    (rule ``starts``) solves θ̃ once per split for them all (:func:`start_file`)."""
+    from ..optimum import needs_start
+
+    specs = (job_specs(paper, job, seed)[0] for job in jobs(paper, [experiment])
+             if (job.dataset, job.model) == (dataset, model))
+    return [s for s in specs if s["profile"] == profile and needs_start(s)]
+
+
+def start_path(paper: str, experiment: str, dataset: str, model: str, profile: str) -> str:
+    """The file of θ̃ per split that the jobs of (experiment, dataset, model, profile) share."""
+    return f"results/starts/{paper}/{experiment}/{dataset}/{model}/{profile}.npz"
+
+
+def start_file(paper: Paper, job: Job, seed: int) -> str | None:
+    """The shared θ̃ file ``job`` reads: only if the job itself starts from θ̃ and another job
+    of its (experiment, dataset, model) does too; None otherwise (a job that does not start from
+    θ̃ must not wait for, or rerun after, a solve it never reads)."""
+    from ..optimum import needs_start
+
+    spec = job_specs(paper, job, seed)[0]
+    if not needs_start(spec):
+        return None
+    if len(start_specs(paper, job.experiment, job.dataset, job.model, spec["profile"], seed)) < 2:
+        return None
+    return start_path(paper.key, job.experiment, job.dataset, job.model, spec["profile"])
 
 
 def solves_optimum(paper: Paper, model: str) -> bool:
