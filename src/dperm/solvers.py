@@ -436,7 +436,37 @@ def _component_difference(problem):
     return snapshot, diff, 2
 
 
-def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, a, sigma, weights):
+KATYUSHA_BLOCK = 128  # inner steps whose row products are formed together (_katyusha_glm_epoch)
+KATYUSHA_SUB = 16  # steps of a block whose recursion runs in plain Python between matrix-vector products
+
+
+def _katyusha_tables(tau1, tau2, a, sigma, block):
+    """What every epoch of a Katyusha run on a GLM shares (:func:`_katyusha_glm_epoch`): the
+    3 × 3 update M, k, e, α and, for t = 0..L, M^t, Σ_{t'<t} M^t', e·M^t, e·Σ M^t', M^t k, and the
+    strictly lower-triangular Toeplitz H[q, j] = α e·M^{q−1−j}k (L = ``block``). e's last entry is 0,
+    so e·M^t and e·Σ M^t' have a zero last entry too (M's last column is (0, 0, sh)): only their
+    first two are kept, against the rows z and y."""
+    sh = 1.0 / (1.0 + a * sigma)
+    c3 = 1.0 - tau1 - tau2
+    M = np.array([[sh, 0.0, 0.0], [tau1 * sh, c3, 0.0], [tau1 * sh, c3, sh]])
+    k = np.array([1.0, tau1, tau1])
+    e = np.array([tau1, c3, 0.0])
+    L = block
+    powers = np.empty((L + 1, 3, 3))  # M^t
+    sums = np.empty((L + 1, 3, 3))  # Σ_{t'<t} M^t'
+    powers[0], sums[0] = np.eye(3), 0.0
+    for t in range(L):
+        powers[t + 1] = M @ powers[t]
+        sums[t + 1] = sums[t] + powers[t]
+    e_pow = e @ powers
+    lag = np.subtract.outer(np.arange(L), np.arange(L)) - 1  # q − 1 − j
+    h = e_pow @ k
+    coef = np.hstack([e_pow[:, :2], (e @ sums)[:, :2]])  # (L+1, 4) against [z; y; B_z; B_y]·u
+    return {"alpha": a * sh, "L": L, "powers": powers, "sums": sums, "coef": coef, "pow_k": powers @ k,
+            "H": (a * sh) * np.where(lag >= 0, h[np.maximum(lag, 0)], 0.0)}
+
+
+def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables, sub=None):
     """One Katyusha epoch for a GLM loss, ∇f_i(x) = φ'(⟨x, x_i⟩)x_i, from the snapshot ``xt`` and
     the rows z, y of ``zy`` (which carry over between epochs); returns (new snapshot, [z; y]).
 
@@ -448,35 +478,62 @@ def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, a, sigma, weight
         y' = x + τ₁(z' − z) = τ₁·sh·z + c₃·y + τ₂x̃ − τ₁A − τ₁K·x_i,   c₃ = 1 − τ₁ − τ₂,
         Q' = Q/(1 + aσ) + y',
 
-    i.e. S' = M·S + B − (K·k) x_iᵀ for S = [z; y; Q] (3 × p), a fixed 3 × 3 M, a fixed B and
-    k = (1, τ₁, τ₁); and ⟨x_{k+1}, x_i⟩ = τ₁⟨z, x_i⟩ + c₃⟨y, x_i⟩ + τ₂⟨x̃, x_i⟩ needs S·x_i and the
-    snapshot's scores. An inner step is then four small numpy calls instead of about twenty, the
-    same arithmetic as the step-by-step form up to rounding (and the same random indices)."""
+    i.e. S' = M·S + B − α c_k (k x_iᵀ) for S = [z; y; Q] (3 × p), a fixed 3 × 3 M, a fixed B,
+    α = a·sh and k = (1, τ₁, τ₁); and ⟨x_{k+1}, x_i⟩ = e·(S x_i) + τ₂⟨x̃, x_i⟩ with
+    e = (τ₁, c₃, 0).
+
+    Unrolled over a block of L steps q = 0, 1, … from S₀ on rows u_q (U, L × p; L from
+    :func:`_katyusha_tables`):
+
+        S_q = M^q S₀ + (Σ_{t<q} M^t) B − α Σ_{j<q} c_j M^{q−1−j} k u_jᵀ,
+
+    so the only sequential work of step q is one scalar recursion,
+
+        s_q = e·M^q (S₀u_q) + e·(Σ_{t<q} M^t)(B u_q) + τ₂⟨x̃, u_q⟩ − α Σ_{j<q} c_j (e·M^{q−1−j}k)⟨u_j, u_q⟩,
+
+    whose terms come from three block products (S₀Uᵀ, BUᵀ and the Gram UUᵀ), and the block's end
+    state is one more (its c's against U). Within a block, every ``sub`` steps
+    (:data:`KATYUSHA_SUB`) take the sum over the earlier steps of the block in one matrix-vector
+    product, and the few terms inside the sub-block in plain Python: no numpy call per step. The
+    same arithmetic as the step-by-step form up to rounding, and the same random indices."""
     loss, X, y_lab, n = problem.loss, problem.X, problem.y, problem.n
+    sub = KATYUSHA_SUB if sub is None else int(sub)
+    T = tables
+    alpha, L, H = T["alpha"], T["L"], T["H"]
     scores = X @ xt
     d = loss.dphi(scores, y_lab)
-    gbar = d @ X / n
-    sh = 1.0 / (1.0 + a * sigma)
-    c3 = 1.0 - tau1 - tau2
-    A = a * sh * gbar
-    M = np.array([[sh, 0.0, 0.0], [tau1 * sh, c3, 0.0], [tau1 * sh, c3, sh]])
+    A = alpha * (d @ X / n)
     B = np.vstack([-A, tau2 * xt - tau1 * A, tau2 * xt - tau1 * A])
-    k = np.array([1.0, tau1, tau1])
     S = np.vstack([zy, np.zeros_like(xt)])
     logistic = getattr(loss, "name", "") == "logistic"
-    targets = loss.target01(y_lab) if logistic else None
-    for i in rng.integers(n, size=m).tolist():
-        u = X[i]
-        zy = S[:2] @ u
-        s = tau1 * zy[0] + c3 * zy[1] + tau2 * scores[i]
-        if logistic:
-            phi1 = 1.0 / (1.0 + math.exp(-s)) if s > -700.0 else 0.0
-            c = phi1 - targets[i] - d[i]
-        else:
-            c = loss.dphi(np.array([s]), y_lab[i : i + 1])[0] - d[i]
-        S = M @ S
-        S += B
-        S -= np.multiply.outer((a * sh * c) * k, u)
+    shift = loss.target01(y_lab) + d if logistic else d  # c = φ'(s) − shift_i (logistic: σ(s) − t_i − d_i)
+    exp = math.exp
+    idx = rng.integers(n, size=m)
+    for start in range(0, m, L):
+        rows = idx[start:start + L]
+        b = rows.size
+        U = X[rows]
+        base = np.einsum("qr,rq->q", T["coef"][:b], np.vstack([S[:2], B[:2]]) @ U.T) + tau2 * scores[rows]
+        W = H[:b, :b] * (U @ U.T)  # W[q, j] = α (e·M^{q−1−j}k) ⟨u_j, u_q⟩, j < q (the Gram is symmetric)
+        c = np.zeros(b)
+        targets = shift[rows].tolist()
+        for s0 in range(0, b, sub):
+            s1 = min(b, s0 + sub)
+            pre = (base[s0:s1] - W[s0:s1, :s0] @ c[:s0]).tolist()  # the block's earlier steps
+            inner = W[s0:s1, s0:s1].tolist()
+            done = []
+            for r, acc in enumerate(pre):
+                w_r = inner[r]
+                for j in range(r):
+                    acc -= w_r[j] * done[j]
+                if logistic:
+                    phi1 = 1.0 / (1.0 + exp(-acc)) if acc > -700.0 else 0.0
+                else:
+                    q = rows[s0 + r]
+                    phi1 = float(loss.dphi(np.array([acc]), y_lab[q:q + 1])[0])
+                done.append(phi1 - targets[s0 + r])
+            c[s0:s1] = done
+        S = T["powers"][b] @ S + T["sums"][b] @ B - alpha * (T["pow_k"][b - 1::-1] * c[:, None]).T @ U
     return S[2] / weights.sum(), S[:2].copy()
 
 
@@ -506,10 +563,11 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
     xt = _start(problem, x0)
     if hasattr(problem.loss, "dphi"):
         zy = np.vstack([xt, xt])  # z and y carry over from epoch to epoch
+        tables = _katyusha_tables(tau1, tau2, a, sigma, max(1, min(int(KATYUSHA_BLOCK), m)))
         t0 = time.perf_counter()
         for epoch in range(n_epochs):
-            xt, zy = _katyusha_glm_epoch(problem, xt, zy, rng, m=m, tau1=tau1, tau2=tau2, a=a, sigma=sigma,
-                                         weights=weights)
+            xt, zy = _katyusha_glm_epoch(problem, xt, zy, rng, m=m, tau1=tau1, tau2=tau2, weights=weights,
+                                         tables=tables)
             if callback is not None and callback(xt):
                 n_epochs = epoch + 1
                 break

@@ -225,6 +225,41 @@ def test_katyusha_generic_path_matches_glm_path():
     assert b.n_grad_evals == 3 * (1 + 2 * 2)  # two per-example gradients per inner step
 
 
+def test_katyusha_blocked_epoch_on_a_glm_other_than_the_logistic():
+    """The Huberised hinge (a smooth GLM without the logistic's inlined φ'): the blocked epoch's
+    generic φ' call against the step-by-step generic path."""
+
+    class Opaque:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            if name == "dphi":
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    prob = make_problem("huber-hinge", n=70)
+    opaque = Problem(prob.X, prob.y, Opaque(prob.loss), prob.l2)
+    a = solvers.katyusha(prob, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
+    b = solvers.katyusha(opaque, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize(("block", "sub"), [(1, 1), (2, 1), (7, 3), (64, 16), (128, 16), (1000, 7), (40, 40)])
+def test_katyusha_blocked_epoch_matches_the_step_by_step_recursion(monkeypatch, block, sub):
+    """Blocks and sub-blocks of any size (1: the recursion itself; 7 and 3: uneven blocks and
+    sub-blocks with partial last ones; 1000: the whole epoch as one block; 40: one sub-block per
+    block) give the generic path's iterates to rounding."""
+    prob = make_problem(n=60)
+    opaque = Problem(prob.X, prob.y, _OpaqueLoss(), prob.l2)
+    monkeypatch.setattr(solvers, "KATYUSHA_BLOCK", block)
+    monkeypatch.setattr(solvers, "KATYUSHA_SUB", sub)
+    a = solvers.katyusha(prob, rng=np.random.default_rng(3), n_epochs=4)
+    b = solvers.katyusha(opaque, rng=np.random.default_rng(3), n_epochs=4)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
+    assert not np.allclose(a.x, solvers.katyusha(prob, rng=np.random.default_rng(4), n_epochs=4).x, rtol=1e-6)
+
+
 @pytest.mark.parametrize("replace", [True, False])
 def test_sgd_accounting_determinism_and_projection(replace):
     prob = make_problem()
