@@ -140,3 +140,16 @@ def test_the_draws_in_lockstep_release_what_each_lone_run_releases(loss, l2, rad
     np.testing.assert_allclose(a.weights, b.weights, rtol=1e-10, atol=1e-13)
     if radius is not None:
         assert np.linalg.norm(a.weights, axis=1).max() <= radius * (1 + 1e-12)
+
+
+def test_a_lockstep_records_a_standalone_runs_seconds():
+    """Runtime tables compare one run against one run: the lockstep runs its last draw's steps
+    alone, times them and reports that (with the draw's share of the set-up), not a share of the
+    batch; the weights are still every draw's own."""
+    data = problem(n=60)
+    res = FIT(data, Privacy(1.0, 1e-3), np.random.default_rng(2), max_steps=40, draws=3)
+    assert res.seconds_per_draw is not None and res.seconds_per_draw > 0
+    generic = FIT(Problem(data.X, data.y, _Opaque(Logistic()), 0.0), Privacy(1.0, 1e-3), np.random.default_rng(2),
+                  max_steps=40, draws=3)
+    assert generic.seconds_per_draw is None  # lone runs: the records divide the elapsed time by the draws
+    np.testing.assert_allclose(res.weights, generic.weights, rtol=1e-10, atol=1e-13)

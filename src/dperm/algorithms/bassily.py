@@ -47,7 +47,9 @@ is the honest cost of one run.
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 
 import numpy as np
 
@@ -155,12 +157,32 @@ def batch_gradient(problem, L: float):
     return grad
 
 
+def _lone_draw(batch_grad, child, w, *, n, T, chunk, batch_size, scale, mu, eta, radius) -> None:
+    """One draw's T steps from ``w`` (updated in place), its batches and noise drawn from ``child``
+    ``chunk`` steps at a time."""
+    for t in range(T):
+        if t % chunk == 0:
+            size = min(chunk, T - t)
+            batches = child.integers(n, size=(size, batch_size))
+            noise = child.normal(0.0, faults.noise_scale(scale), size=(size, w.size))
+        g = batch_grad(w, batches[t % chunk])
+        g += noise[t % chunk]
+        g /= batch_size
+        if mu:
+            g += mu * w
+        w -= eta(t) * g
+        _project(w, radius)
+
+
 def _lockstep_glm(problem, L, children, T, chunk, batch_size, sigma, mu, eta, radius):
-    """The draws of a linear model's run as one lockstep state: every step updates all draws' weights
-    (draws, p) with one gather of their batches and two batched products, instead of a Python step
-    per draw. Each draw keeps its own generator and draws its batches and noise in the same chunks
-    and order as a lone run, so its stream is unchanged; the sums are :func:`clipped_sum`'s
-    arithmetic, batched (equal to the lone run's up to rounding)."""
+    """The draws of a linear model's run as one lockstep state: every step updates all draws'
+    weights (draws, p) with one gather of their batches and two batched products, instead of a
+    Python step per draw. Each draw keeps its own generator and draws its batches and noise in the
+    same chunks and order as a lone run, so its stream is unchanged; the sums are
+    :func:`clipped_sum`'s arithmetic, batched (equal to the lone run's up to rounding). No
+    ``children``: an empty (0, p) result."""
+    if not children:
+        return np.zeros((0, problem.p))
     X, y, norms, loss, n = problem.X, problem.y, problem.row_norms, problem.loss, problem.n
     draws, p = len(children), problem.p
     W = np.zeros((draws, p))
@@ -228,6 +250,7 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
                     max_steps: int | None = 100_000, row_bound: float = 1.0, radius: float | None = 1.0,
                     clip: float | None = None, step_size: str = "auto", gaussian: str = "zhao",
                     chunk: int = 512):
+    t_start = time.perf_counter()
     if not privacy.is_private or not privacy.delta > 0:
         raise ValueError(f"bassily-sgd needs a finite epsilon and delta > 0; got epsilon={privacy.epsilon!r}, "
                          f"delta={privacy.delta!r}")
@@ -258,29 +281,26 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
     def eta(t):
         return 1.0 / (mu * (t + 1)) if mode == "strongly-convex" else 2.0 * radius / (G * math.sqrt(t + 1))
 
-    children = draw_rngs(rng, draws)
-    if isinstance(bounded.loss, GLMLoss):
-        weights = _lockstep_glm(bounded, L, children, T, chunk, batch_size, sigma, mu, eta, radius)
+    children, seconds_per_draw = draw_rngs(rng, draws), None
+    weights = np.zeros((draws, p))
+    lone = functools.partial(_lone_draw, batch_gradient(bounded, L), n=n, T=T, chunk=chunk, batch_size=batch_size,
+                             scale=sigma, mu=mu, eta=eta, radius=radius)
+    if isinstance(bounded.loss, GLMLoss) and draws > 1:
+        # all draws but the last as one lockstep state; the last alone, as a lone run does it, and
+        # timed: a record's seconds are one draw's loop by itself plus its share of the set-up, as
+        # when every draw ran alone, not a share of the lockstep's, so runtime tables (Zhang's
+        # Table 3 scales them to T = n²/m) compare run with run
+        prep = time.perf_counter() - t_start
+        weights[:-1] = _lockstep_glm(bounded, L, children[:-1], T, chunk, batch_size, sigma, mu, eta, radius)
+        t0 = time.perf_counter()
+        lone(children[-1], weights[-1])
+        seconds_per_draw = prep / draws + (time.perf_counter() - t0)
     else:
-        batch_grad = batch_gradient(bounded, L)
-        weights = np.zeros((draws, p))
-        for d, child in enumerate(children):
-            w = weights[d]
-            for t in range(T):
-                if t % chunk == 0:
-                    size = min(chunk, T - t)
-                    batches = child.integers(n, size=(size, batch_size))
-                    noise = child.normal(0.0, faults.noise_scale(sigma), size=(size, p))
-                g = batch_grad(w, batches[t % chunk])
-                g += noise[t % chunk]
-                g /= batch_size
-                if mu:
-                    g += mu * w
-                w -= eta(t) * g
-                _project(w, radius)
+        for child, w in zip(children, weights):
+            lone(child, w)
     return FitResult(
         weights=weights, epsilon_spent=float(privacy.epsilon), delta_spent=float(privacy.delta),
-        adjacency="replace-one", grad_evals=T * batch_size / n, iterations=T,
+        adjacency="replace-one", grad_evals=T * batch_size / n, iterations=T, seconds_per_draw=seconds_per_draw,
         accounting="advanced composition, amplification by sampling with replacement, Gaussian valid for every "
                    "epsilon",
         notes=[f"steps capped at max_steps={T} (BST14: n^2/m = {steps_uncapped})"] if T < steps_uncapped else [],
