@@ -41,8 +41,10 @@ theirs. Convex (μ = 0): η_t = ‖C‖/(√t·G) with ‖C‖ = 2D the diameter
 G² = (L + μD)² + p(σ/m)² a bound on E‖stochastic gradient‖² (BST14's n²L² + pσ² over n²);
 strongly convex (μ > 0): η_t = 1/(μt). ``step_size`` forces one or the other.
 
-Runtime: every draw runs its own T steps (nothing shared), so the protocol's wall-time per draw
-is the honest cost of one run.
+Runtime: every draw runs its own T steps (nothing shared between draws but the set-up). On a
+linear model the draws but the last run as one lockstep state (:func:`_lockstep_glm`: the same
+streams, the same arithmetic batched) and the last runs alone, timed; each record's seconds are
+that lone run's loop plus its share of the set-up, the honest cost of one run.
 """
 
 from __future__ import annotations
