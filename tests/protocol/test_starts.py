@@ -62,9 +62,16 @@ def test_only_the_jobs_that_start_from_theta_tilde_read_the_shared_start_file():
     from dperm import grid
 
     paper = grid.load_paper(REPO / "config" / "papers" / "kang.yaml")
-    reading, not_reading = {}, []
+    reading, not_reading, asked = {}, [], []
+
+    def kept(*cell):  # what the workflow passes: its own cache of start_specs
+        asked.append(cell)
+        return grid.start_specs(paper, *cell, 0)
+
     for job in grid.jobs(paper, ["fig"]):
         path = grid.start_file(paper, job, seed=0)
+        spec = grid.job_specs(paper, job, seed=0)[0]
+        assert grid.start_file(paper, job, 0, spec=spec, starters=kept) == path, job
         if needs_start(grid.job_specs(paper, job, seed=0)[0]):
             assert path == f"results/starts/kang/fig/{job.dataset}/{job.model}/kang.npz", job
             reading.setdefault((job.dataset, job.model), []).append(job.algorithm)
@@ -74,3 +81,4 @@ def test_only_the_jobs_that_start_from_theta_tilde_read_the_shared_start_file():
     assert {"outpert-sgd", "nonprivate"} <= set(not_reading)
     assert all(len(algs) >= 2 for algs in reading.values())  # else the job would solve θ̃ alone
     assert len(reading) == 6  # three datasets x (LR, MLP)
+    assert len(asked) == sum(map(len, reading.values()))  # only the jobs that start from θ̃ ask

@@ -256,7 +256,13 @@ def job_inputs(wildcards):
     if grid.solves_optimum(paper, wildcards.model):
         files = grid.optimum_files(paper, grid.apply_tuning(spec, tuned))
         inputs["optimum"] = [f"{OUT}{f}" for f in files] if len(files) > 1 else f"{OUT}{files[0]}"
-    start = grid.start_file(paper, job, config["seed"])
+    start = grid.start_file(
+        paper,
+        job,
+        config["seed"],
+        spec=spec,
+        starters=lambda *cell: start_specs(paper.key, *cell),
+    )
     if start is not None:
         inputs["starts"] = f"{OUT}{start}"
     for role, (dataset, profile) in metric_hooks.data_needs(spec).items():

@@ -214,16 +214,24 @@ def start_path(paper: str, experiment: str, dataset: str, model: str, profile: s
     return f"results/starts/{paper}/{experiment}/{dataset}/{model}/{profile}.npz"
 
 
-def start_file(paper: Paper, job: Job, seed: int) -> str | None:
+def start_file(paper: Paper, job: Job, seed: int, *, spec: dict | None = None, starters=None) -> str | None:
     """The shared θ̃ file ``job`` reads: only if the job itself starts from θ̃ and another job
     of its (experiment, dataset, model) does too; None otherwise (a job that does not start from
-    θ̃ must not wait for, or rerun after, a solve it never reads)."""
+    θ̃ must not wait for, or rerun after, a solve it never reads).
+
+    ``spec``: the job's first cell spec, if the caller has it. ``starters(experiment, dataset,
+    model, profile)``: :func:`start_specs` of a cell, for a caller that keeps them (the workflow
+    asks once per job while it builds the graph; each call would rebuild every spec of the
+    experiment)."""
     from ..optimum import needs_start
 
-    spec = job_specs(paper, job, seed)[0]
+    spec = job_specs(paper, job, seed)[0] if spec is None else spec
     if not needs_start(spec):
         return None
-    if len(start_specs(paper, job.experiment, job.dataset, job.model, spec["profile"], seed)) < 2:
+    if starters is None:
+        def starters(*cell):
+            return start_specs(paper, *cell, seed)
+    if len(starters(job.experiment, job.dataset, job.model, spec["profile"])) < 2:
         return None
     return start_path(paper.key, job.experiment, job.dataset, job.model, spec["profile"])
 
