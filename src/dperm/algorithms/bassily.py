@@ -159,14 +159,14 @@ def batch_gradient(problem, L: float):
     return grad
 
 
-def _lone_draw(batch_grad, child, w, *, n, T, chunk, batch_size, scale, mu, eta, radius) -> None:
+def _lone_draw(batch_grad, child, w, *, n, T, chunk, batch_size, sigma, mu, eta, radius) -> None:
     """One draw's T steps from ``w`` (updated in place), its batches and noise drawn from ``child``
     ``chunk`` steps at a time."""
     for t in range(T):
         if t % chunk == 0:
             size = min(chunk, T - t)
             batches = child.integers(n, size=(size, batch_size))
-            noise = child.normal(0.0, faults.noise_scale(scale), size=(size, w.size))
+            noise = child.normal(0.0, faults.noise_scale(sigma), size=(size, w.size))
         g = batch_grad(w, batches[t % chunk])
         g += noise[t % chunk]
         g /= batch_size
@@ -181,14 +181,14 @@ def _lockstep_glm(problem, L, children, T, chunk, batch_size, sigma, mu, eta, ra
     weights (draws, p) with one gather of their batches and two batched products, instead of a
     Python step per draw. Each draw keeps its own generator and draws its batches and noise in the
     same chunks and order as a lone run, so its stream is unchanged; the sums are
-    :func:`clipped_sum`'s arithmetic, batched (equal to the lone run's up to rounding). No
+    :func:`clipped_sum`'s, batched (equal to the lone run's up to rounding). No
     ``children``: an empty (0, p) result."""
     if not children:
         return np.zeros((0, problem.p))
     X, y, norms, loss, n = problem.X, problem.y, problem.row_norms, problem.loss, problem.n
     draws, p = len(children), problem.p
     W = np.zeros((draws, p))
-    scale = np.empty((draws, batch_size))
+    scratch = np.empty((draws, 1, batch_size))
     Xb = np.empty((draws, batch_size, p))  # the step's rows, gathered into one reused buffer
     for t in range(T):
         if t % chunk == 0:
@@ -201,12 +201,8 @@ def _lockstep_glm(problem, L, children, T, chunk, batch_size, sigma, mu, eta, ra
         rows = batches[t % chunk]
         np.take(X, rows, axis=0, out=Xb)  # (draws, batch, p)
         d = loss.dphi_overwrite(np.matmul(Xb, W[:, :, None])[:, :, 0], y[rows])
-        s = np.abs(d, out=scale)
-        s *= norms[rows]  # ‖∇ℓ_i‖
-        np.maximum(s, L, out=s)
-        np.divide(d, s, out=s)
-        g = np.matmul(s[:, None, :], Xb)[:, 0, :]
-        g *= L
+        # each draw's batch as a (1, batch) row against its (batch, p) rows: one clipped sum per draw
+        g = clipped_sum(d[:, None, :], Xb, norms[rows][:, None, :], L, scratch)[:, 0, :]
         g += noise[t % chunk]
         g /= batch_size
         if mu:
@@ -286,7 +282,7 @@ def fit_bassily_sgd(problem, privacy: Privacy, rng, draws: int = 1, *, batch_siz
     children, seconds_per_draw = draw_rngs(rng, draws), None
     weights = np.zeros((draws, p))
     lone = functools.partial(_lone_draw, batch_gradient(bounded, L), n=n, T=T, chunk=chunk, batch_size=batch_size,
-                             scale=sigma, mu=mu, eta=eta, radius=radius)
+                             sigma=sigma, mu=mu, eta=eta, radius=radius)
     if isinstance(bounded.loss, GLMLoss) and draws > 1:
         # all draws but the last as one lockstep state; the last alone, as a lone run does it, and
         # timed: a record's seconds are one draw's loop by itself plus its share of the set-up, as
