@@ -466,7 +466,7 @@ def _katyusha_tables(tau1, tau2, a, sigma, block):
             "H": (a * sh) * np.where(lag >= 0, h[np.maximum(lag, 0)], 0.0)}
 
 
-def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables, sub=None):
+def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables):
     """One Katyusha epoch for a GLM loss, ∇f_i(x) = φ'(⟨x, x_i⟩)x_i, from the snapshot ``xt`` and
     the rows z, y of ``zy`` (which carry over between epochs); returns (new snapshot, [z; y]).
 
@@ -492,12 +492,12 @@ def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables,
         s_q = e·M^q (S₀u_q) + e·(Σ_{t<q} M^t)(B u_q) + τ₂⟨x̃, u_q⟩ − α Σ_{j<q} c_j (e·M^{q−1−j}k)⟨u_j, u_q⟩,
 
     whose terms come from three block products (S₀Uᵀ, BUᵀ and the Gram UUᵀ), and the block's end
-    state is one more (its c's against U). Within a block, every ``sub`` steps
-    (:data:`KATYUSHA_SUB`) take the sum over the earlier steps of the block in one matrix-vector
-    product, and the few terms inside the sub-block in plain Python: no numpy call per step. The
-    same arithmetic as the step-by-step form up to rounding, and the same random indices."""
+    state is one more (its c's against U). Within a block, every :data:`KATYUSHA_SUB` steps take
+    the sum over the earlier steps of the block in one matrix-vector product, and the few terms
+    inside the sub-block in plain Python: no numpy call per step. The same arithmetic as the
+    step-by-step form up to rounding, and the same random indices."""
     loss, X, y_lab, n = problem.loss, problem.X, problem.y, problem.n
-    sub = KATYUSHA_SUB if sub is None else int(sub)
+    sub = KATYUSHA_SUB
     T = tables
     alpha, L, H = T["alpha"], T["L"], T["H"]
     scores = X @ xt

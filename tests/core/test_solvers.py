@@ -205,10 +205,11 @@ def test_katyusha_epoch_matches_allen_zhu_formulas():
 
 
 class _OpaqueLoss:
-    """The logistic loss without ``dphi``: drives Katyusha's generic (non-GLM) path."""
+    """A GLM loss (the logistic by default) without ``dphi``: drives Katyusha's generic (non-GLM)
+    path."""
 
-    def __init__(self):
-        self._inner = get_loss("logistic")
+    def __init__(self, inner=None):
+        self._inner = get_loss("logistic") if inner is None else inner
 
     def __getattr__(self, name):
         if name == "dphi":
@@ -228,18 +229,8 @@ def test_katyusha_generic_path_matches_glm_path():
 def test_katyusha_blocked_epoch_on_a_glm_other_than_the_logistic():
     """The Huberised hinge (a smooth GLM without the logistic's inlined φ'): the blocked epoch's
     generic φ' call against the step-by-step generic path."""
-
-    class Opaque:
-        def __init__(self, inner):
-            self._inner = inner
-
-        def __getattr__(self, name):
-            if name == "dphi":
-                raise AttributeError(name)
-            return getattr(self._inner, name)
-
     prob = make_problem("huber-hinge", n=70)
-    opaque = Problem(prob.X, prob.y, Opaque(prob.loss), prob.l2)
+    opaque = Problem(prob.X, prob.y, _OpaqueLoss(prob.loss), prob.l2)
     a = solvers.katyusha(prob, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
     b = solvers.katyusha(opaque, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
     np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
