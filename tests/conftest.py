@@ -88,3 +88,18 @@ def snakemake_env(mirror) -> dict:
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
     env.pop("PYTHONPATH", None)
     return env
+
+
+class OpaqueLoss:
+    """A GLM loss (the logistic by default) without ``dphi``: drives the solvers' generic
+    (step-by-step, non-GLM) paths, against which their blocked GLM paths are checked."""
+
+    def __init__(self, inner=None):
+        from dperm.losses import get_loss
+
+        self._inner = get_loss("logistic") if inner is None else inner
+
+    def __getattr__(self, name):
+        if name == "dphi":
+            raise AttributeError(name)
+        return getattr(self._inner, name)

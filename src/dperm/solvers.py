@@ -385,6 +385,17 @@ def sgd(problem, x0=None, *, rng, step, n_iter, batch_size=1, replace=True, aver
         raise ValueError(f"batch_size must be in [1, n = {n}], got {batch_size!r}")
     eta = step if callable(step) else (lambda t: step)
     x = _start(problem, x0)
+    if b == 1 and replace and glm_sgd_applies(problem):
+        t0 = time.perf_counter()
+        t = np.arange(n_iter)
+        weights = 2.0 * (t + 1) / (n_iter * (n_iter + 1)) if average in ("evaluated", "weighted") \
+            else np.full(n_iter, 1.0 / n_iter)
+        x, avg = glm_sgd_steps(problem, x, rng, [eta(i) for i in range(n_iter)], radius=radius,
+                               before=weights if average == "evaluated" else None,
+                               after=weights if average in ("uniform", "weighted") else None)
+        return _finish(problem.value_and_grad, x if average is None else avg, nit=n_iter, n_grad_evals=n_iter / n,
+                       seconds=time.perf_counter() - t0,
+                       message=f"{n_iter} SGD steps, batch 1, replace=True")
     avg = np.zeros_like(x)
     perm, pos = None, n
     t0 = time.perf_counter()
@@ -409,6 +420,133 @@ def sgd(problem, x0=None, *, rng, step, n_iter, batch_size=1, replace=True, aver
     x_out = x if average is None else avg
     return _finish(problem.value_and_grad, x_out, nit=n_iter, n_grad_evals=n_iter * b / n,
                    seconds=seconds, message=f"{n_iter} SGD steps, batch {b}, replace={replace}")
+
+
+SGD_BLOCK = 128  # batch-1 SGD steps on a GLM whose row products are formed together (glm_sgd_steps)
+SGD_SUB = 16  # steps of a block whose recursion runs in plain Python between matrix-vector products
+SGD_MIN_SHRINK = 1e-3  # a step with |1 − ηλ| below this (it all but erases the iterate) runs on its own
+
+
+def _scalar_dphi(loss, y):
+    """f(z, i) = φ'(z) for row i, as plain-Python arithmetic where the loss is one of the logistic, the
+    hinge and the Huberised hinge (the same operations as their numpy kernels), else one numpy call."""
+    name = getattr(loss, "name", "")
+    if name == "logistic":
+        targets = np.asarray(loss.target01(y), dtype=float).tolist()
+        exp = math.exp
+        return lambda z, i: (1.0 / (1.0 + exp(-z)) if z > -700.0 else 0.0) - targets[i]
+    labels = np.asarray(y, dtype=float).tolist()
+    if name == "hinge":
+        return lambda z, i: -labels[i] if labels[i] * z < 1.0 else 0.0
+    if name == "huber-hinge":
+        lead, scale = 1.0 + loss.h, 0.5 / loss.h
+
+        def huber_hinge(z, i):
+            u = (lead - labels[i] * z) * scale
+            return -((0.0 if u < 0.0 else 1.0 if u > 1.0 else u) * labels[i])
+
+        return huber_hinge
+    return lambda z, i: float(loss.dphi(np.array([z]), y[i:i + 1])[0])
+
+
+def glm_sgd_applies(problem) -> bool:
+    """Whether :func:`glm_sgd_steps` can run ``problem``'s batch-1 SGD: a GLM loss (``dphi``) on dense
+    rows, the gradient of row i being φ'(⟨x, x_i⟩)x_i + λx (:meth:`dperm.problem.Problem.batch_grad`)."""
+    X = getattr(problem, "X", None)
+    return hasattr(problem.loss, "dphi") and isinstance(X, np.ndarray) and X.ndim == 2
+
+
+def glm_sgd_steps(problem, x, rng, etas, *, radius=None, before=None, after=None):
+    """Run len(``etas``) steps of SGD with one row per step, drawn with replacement, on a GLM
+    (:func:`glm_sgd_applies`): x_{t+1} = Π(x_t − η_t(φ'(⟨x_t, u_t⟩)u_t + λx_t)), Π the projection
+    onto {‖x‖ ≤ ``radius``} when given. Returns (x_T, Σ_t before_t·x_t + Σ_t after_t·x_{t+1}), the
+    sum over the steps given weights (0 where None); ``x`` is not changed.
+
+    The rows come from one ``rng.integers(n, size=T)`` call: the same stream as one size-1 draw per
+    step (the step-by-step loop of :func:`sgd`). Each step is a scalar recursion: over a block of
+    :data:`SGD_BLOCK` steps from x₀ on rows u_q, the iterate is x_q = γ_q(x₀ + Σ_{j<q} β_j u_j) with
+
+        h_q = ⟨x₀, u_q⟩ + Σ_{j<q} β_j⟨u_j, u_q⟩ = ⟨x_q, u_q⟩/γ_q,
+        β_q = −η_q φ'(γ_q h_q)/(a_q γ_q),  a_q = 1 − η_q λ,
+        N_{q+1} = N_q + β_q(2h_q + β_q‖u_q‖²) = ‖x_q/γ_q + β_q u_q‖²,
+        γ_{q+1} = a_q γ_q · min(1, radius/(|a_q γ_q|√N_{q+1})),
+
+    whose terms come from two block products (the rows against x₀ and their Gram matrix). As in
+    :func:`_katyusha_glm_epoch`, every :data:`SGD_SUB` steps take the sum over the block's earlier
+    steps in one matrix-vector product and the rest in plain Python. A step with |a_q| below
+    :data:`SGD_MIN_SHRINK` (the first step of steps 2/(μ(t + 2)) with λ = μ: a₀ = 0) would make
+    β_q blow up; it runs as a plain step between blocks, and a block also ends early (at a
+    sub-block's end) once γ falls below 10⁻¹⁵⁰, before it can underflow. The same arithmetic as the
+    step-by-step form up to rounding, and the same rows. Where the first steps are huge against the
+    iterate (η_t = 2/(μ(t + 2)) with μ = 10⁻⁴) the path itself amplifies rounding, that of either
+    form (docs/performance.md#sgd-blocked)."""
+    X, n, lam = problem.X, problem.n, float(problem.l2 or 0.0)
+    total = len(etas)
+    etas = np.asarray(etas, dtype=float)
+    shrink = (1.0 - etas * lam).tolist()
+    steps = etas.tolist()
+    before = np.zeros(total) if before is None else np.asarray(before, dtype=float)
+    after = np.zeros(total) if after is None else np.asarray(after, dtype=float)
+    averaged = bool(before.any() or after.any())
+    idx = rng.integers(n, size=total)
+    alone = np.flatnonzero(np.abs(1.0 - etas * lam) < SGD_MIN_SHRINK).tolist() + [total]  # steps run on their own
+    dphi = _scalar_dphi(problem.loss, problem.y)
+    x = np.array(x, dtype=float)
+    acc = np.zeros_like(x)
+    size, sub, sqrt = max(1, int(SGD_BLOCK)), max(1, int(SGD_SUB)), math.sqrt
+    r2 = math.inf if radius is None else float(radius) ** 2
+    pos = cut = 0
+    while pos < total:
+        while alone[cut] < pos:
+            cut += 1
+        rows = idx[pos:min(pos + size, alone[cut])]
+        b = rows.size
+        U = X[rows]
+        base, G = U @ x, U @ U.T
+        row_list = rows.tolist()
+        beta = np.zeros(b)
+        gam = [1.0]  # γ_0..γ_k
+        g, N, k = 1.0, float(x @ x), b
+        for s0 in range(0, b, sub):
+            s1 = min(b, s0 + sub)
+            pre = (base[s0:s1] + G[s0:s1, :s0] @ beta[:s0]).tolist()
+            inner = G[s0:s1, s0:s1].tolist()
+            done = []
+            for r, h in enumerate(pre):
+                q = s0 + r
+                ag = shrink[pos + q] * g
+                w_r = inner[r]
+                for j in range(r):
+                    h += w_r[j] * done[j]
+                bq = -steps[pos + q] * dphi(g * h, row_list[q]) / ag
+                N += bq * (2.0 * h + bq * w_r[r])
+                g = ag
+                if ag * ag * N > r2:  # ‖x_{q+1}‖ before the projection, squared
+                    g = ag * (radius / (abs(ag) * sqrt(N)))
+                done.append(bq)
+                gam.append(g)
+            beta[s0:s1] = done
+            if abs(g) < 1e-150:  # start a new block before γ can underflow
+                k = s1
+                break
+        if k:
+            if averaged:
+                gk = np.asarray(gam)
+                vb, va = before[pos:pos + k] * gk[:k], after[pos:pos + k] * gk[1:]
+                tail = (np.cumsum(vb[::-1])[::-1] - vb) + np.cumsum(va[::-1])[::-1]  # Σ_{q>j} vb + Σ_{q≥j} va
+                acc += (vb.sum() + va.sum()) * x + (tail * beta[:k]) @ U[:k]
+            x = gam[k] * (x + beta[:k] @ U[:k])
+        pos += k
+        if pos == alone[cut] < total:  # a step that all but erases the iterate, on its own
+            acc += before[pos] * x
+            x = x - steps[pos] * problem.batch_grad(x, idx[pos:pos + 1])
+            if radius is not None:
+                norm = np.linalg.norm(x)
+                if norm > radius:
+                    x *= radius / norm
+            acc += after[pos] * x
+            pos += 1
+    return x, acc
 
 
 def _component_difference(problem):

@@ -558,6 +558,30 @@ def test_measured_counts_reach_alpha_and_stay_below_the_certified_ones():
     assert speed.measure(prob, {"solver": "agd (projected)"}, {}, f_star=f_star, rng=None, sgd_budget=1) == {}
 
 
+@pytest.mark.parametrize("alpha", [3e-3, 1e-9])
+def test_measured_sgd_in_blocks_gives_the_step_by_step_count(alpha):
+    """One row per step on a GLM: the steps between checkpoints run as one blocked run
+    (:func:`dperm.solvers.glm_sgd_steps`); the count, the gap at the stop and the rows drawn are the
+    step-by-step loop's (the opaque loss takes that loop), whether α is reached or the budget ends."""
+    from conftest import OpaqueLoss
+
+    from dperm.algorithms.blackbox import speed
+
+    X, y = ball_data(n=300, p=5, seed=2)
+    prob = Problem(X, y, Logistic(), 0.05)
+    f_star = solvers.lbfgs(prob, gtol=1e-12).fun
+    out, after = [], []
+    for p in (prob, Problem(X, y, OpaqueLoss(), 0.05)):
+        rng = np.random.default_rng(1)
+        out.append(speed.sgd(p, alpha=alpha, f_star=f_star, mu=0.05, lipschitz=1.0, max_steps=3000, rng=rng))
+        after.append(rng.integers(1 << 30))
+    blocked, loop = out
+    assert blocked["reached_alpha"] == loop["reached_alpha"] == (alpha > 1e-6)
+    assert blocked["iterations_to_alpha"] == loop["iterations_to_alpha"]
+    assert blocked["gap_at_stop"] == pytest.approx(loop["gap_at_stop"], rel=1e-9)
+    assert after[0] == after[1]  # the same number of rows drawn
+
+
 def test_katyusha_callback_stops_at_the_epoch_it_says_and_changes_nothing_before():
     X, y = ball_data(n=100, p=3, seed=5)
     prob = Problem(X, y, Logistic(), 0.1)

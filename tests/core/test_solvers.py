@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import OpaqueLoss
 
 from dperm import solvers
 from dperm.losses import Logistic, get_loss, to_label_form
@@ -204,22 +205,9 @@ def test_katyusha_epoch_matches_allen_zhu_formulas():
     np.testing.assert_allclose(res.x, expected, rtol=1e-12)
 
 
-class _OpaqueLoss:
-    """A GLM loss (the logistic by default) without ``dphi``: drives Katyusha's generic (non-GLM)
-    path."""
-
-    def __init__(self, inner=None):
-        self._inner = get_loss("logistic") if inner is None else inner
-
-    def __getattr__(self, name):
-        if name == "dphi":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-
 def test_katyusha_generic_path_matches_glm_path():
     prob = make_problem(n=50)
-    opaque = Problem(prob.X, prob.y, _OpaqueLoss(), prob.l2)
+    opaque = Problem(prob.X, prob.y, OpaqueLoss(), prob.l2)
     a = solvers.katyusha(prob, rng=np.random.default_rng(7), n_epochs=3)
     b = solvers.katyusha(opaque, rng=np.random.default_rng(7), n_epochs=3)
     np.testing.assert_allclose(b.x, a.x, rtol=1e-10)
@@ -230,7 +218,7 @@ def test_katyusha_blocked_epoch_on_a_glm_other_than_the_logistic():
     """The Huberised hinge (a smooth GLM without the logistic's inlined φ'): the blocked epoch's
     generic φ' call against the step-by-step generic path."""
     prob = make_problem("huber-hinge", n=70)
-    opaque = Problem(prob.X, prob.y, _OpaqueLoss(prob.loss), prob.l2)
+    opaque = Problem(prob.X, prob.y, OpaqueLoss(prob.loss), prob.l2)
     a = solvers.katyusha(prob, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
     b = solvers.katyusha(opaque, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
     np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
@@ -242,13 +230,66 @@ def test_katyusha_blocked_epoch_matches_the_step_by_step_recursion(monkeypatch, 
     sub-blocks with partial last ones; 1000: the whole epoch as one block; 40: one sub-block per
     block) give the generic path's iterates to rounding."""
     prob = make_problem(n=60)
-    opaque = Problem(prob.X, prob.y, _OpaqueLoss(), prob.l2)
+    opaque = Problem(prob.X, prob.y, OpaqueLoss(), prob.l2)
     monkeypatch.setattr(solvers, "KATYUSHA_BLOCK", block)
     monkeypatch.setattr(solvers, "KATYUSHA_SUB", sub)
     a = solvers.katyusha(prob, rng=np.random.default_rng(3), n_epochs=4)
     b = solvers.katyusha(opaque, rng=np.random.default_rng(3), n_epochs=4)
     np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
     assert not np.allclose(a.x, solvers.katyusha(prob, rng=np.random.default_rng(4), n_epochs=4).x, rtol=1e-6)
+
+
+def _sgd_pair(prob, seed=3, x0=None, **kw):
+    """solvers.sgd with one row per step on ``prob`` (the blocked GLM path) and on the same rows
+    behind an opaque loss (the step-by-step loop); the two results."""
+    opaque = Problem(prob.X, prob.y, OpaqueLoss(prob.loss), prob.l2)
+    x0 = np.zeros(prob.p) if x0 is None else x0
+    return [solvers.sgd(p, x0.copy(), rng=np.random.default_rng(seed), **kw) for p in (prob, opaque)]
+
+
+@pytest.mark.parametrize(("block", "sub"), [(1, 1), (2, 1), (7, 3), (64, 16), (128, 16), (2000, 7), (40, 40)])
+@pytest.mark.parametrize("average", [None, "evaluated", "weighted", "uniform"])
+def test_sgd_blocked_glm_path_matches_the_step_by_step_loop(monkeypatch, block, sub, average):
+    """Batch-1 SGD on a GLM in blocks (steps 2/(μ(t + 2)) with λ = μ, so the first step erases the
+    start and runs on its own; the projection acting) gives the loop's iterates and averages to
+    rounding, for blocks and sub-blocks of any shape (1: the recursion itself; 7 and 3: partial last
+    ones; 2000: the whole run as one block)."""
+    prob = make_problem(n=60)
+    assert abs(1.0 - 2.0 / (prob.l2 * 2) * prob.l2) < solvers.SGD_MIN_SHRINK
+    monkeypatch.setattr(solvers, "SGD_BLOCK", block)
+    monkeypatch.setattr(solvers, "SGD_SUB", sub)
+    kw = dict(step=lambda t: 2.0 / (prob.l2 * (t + 2)), n_iter=1000, average=average, radius=1.0)
+    a, b = _sgd_pair(prob, x0=np.full(prob.p, 0.2), **kw)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
+    assert a.n_grad_evals == b.n_grad_evals == 1000 / prob.n
+    assert np.linalg.norm(_sgd_pair(prob, n_iter=60, step=lambda t: 2.0, radius=0.5)[0].x) == pytest.approx(0.5)
+    other = solvers.sgd(prob, np.full(prob.p, 0.2), rng=np.random.default_rng(4), **kw)
+    assert not np.allclose(a.x, other.x, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "params"), [("hinge", {}), ("huber-hinge", {"h": 0.5}), ("huber", {"delta": 0.5})])
+def test_sgd_blocked_glm_path_on_losses_other_than_the_logistic(name, params):
+    """The hinge and the Huberised hinge (φ' in plain Python) and the Huber regression loss (one numpy
+    call per step), with and without the projection."""
+    prob = make_problem(name, params, n=70)
+    for radius in (None, 0.5):
+        a, b = _sgd_pair(prob, step=lambda t: 1.0 / (prob.l2 * (t + 40)), n_iter=700, average="evaluated",
+                         radius=radius)
+        np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
+
+
+def test_sgd_blocked_glm_path_runs_erasing_steps_alone_and_restarts_underflowing_blocks(monkeypatch):
+    """Steps with 1 − ηλ = 0 anywhere in the run (here every 37th: each would make β infinite in a
+    block), and steps that shrink the iterate by 10⁻² each (γ would underflow in one block of 400)."""
+    monkeypatch.setattr(solvers, "SGD_BLOCK", 400)
+    prob = make_problem(n=50, l2=0.5)
+    x0 = np.linspace(-1.0, 1.0, prob.p)
+    erase = lambda t: 2.0 if t % 37 == 5 else 0.3  # noqa: E731 (2.0 = 1/λ)
+    a, b = _sgd_pair(prob, x0=x0, step=erase, n_iter=400, average="uniform", radius=3.0)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-11, atol=1e-14)
+    shrink = lambda t: 0.99 / prob.l2  # noqa: E731 (1 − ηλ = 0.01)
+    a, b = _sgd_pair(prob, x0=x0, step=shrink, n_iter=400, average="weighted")
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("replace", [True, False])

@@ -92,6 +92,20 @@ def sgd(problem, *, alpha, f_star, mu, lipschitz, max_steps, rng, batch_size=1):
     x = np.zeros(problem.p)
     weighted = np.zeros(problem.p)  # Σ_{s<t} (s + 1)·x_s
     check, gap = 1, math.inf
+    if batch_size == 1 and solvers.glm_sgd_applies(problem):
+        # one row per step on a GLM: the steps between checkpoints as one blocked run (the same rows)
+        steps = 0
+        while steps < max_steps:
+            stop = min(check, max_steps)
+            t = np.arange(steps, stop)
+            x, part = solvers.glm_sgd_steps(problem, x, rng, 2.0 / (mu * (t + 2)), radius=radius, before=t + 1.0)
+            weighted += part
+            steps = stop
+            gap = problem.value(weighted * (2.0 / (steps * (steps + 1)))) - f_star
+            if gap <= alpha:
+                return _result(steps, steps / n, True, gap, alpha, max_steps / n)
+            check = max(check + 1, math.ceil(check * CHECK_RATIO))
+        return _result(max_steps, max_steps / n, False, gap, alpha, max_steps / n)
     for t in range(max_steps):
         weighted += (t + 1) * x
         rows = rng.integers(n, size=batch_size)
