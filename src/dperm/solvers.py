@@ -604,7 +604,7 @@ def _katyusha_tables(tau1, tau2, a, sigma, block):
             "H": (a * sh) * np.where(lag >= 0, h[np.maximum(lag, 0)], 0.0)}
 
 
-def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables):
+def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables, dphi_at):
     """One Katyusha epoch for a GLM loss, ∇f_i(x) = φ'(⟨x, x_i⟩)x_i, from the snapshot ``xt`` and
     the rows z, y of ``zy`` (which carry over between epochs); returns (new snapshot, [z; y]).
 
@@ -654,7 +654,7 @@ def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables)
         base = np.einsum("qr,rq->q", T["coef"][:b], np.vstack([S[:2], B[:2]]) @ U.T) + tau2 * scores[rows]
         W = H[:b, :b] * (U @ U.T)  # W[q, j] = α (e·M^{q−1−j}k) ⟨u_j, u_q⟩, j < q (the Gram is symmetric)
         c = np.zeros(b)
-        targets = shift[rows].tolist()
+        targets, row_list = shift[rows].tolist(), rows.tolist()
         for s0 in range(0, b, sub):
             s1 = min(b, s0 + sub)
             pre = (base[s0:s1] - W[s0:s1, :s0] @ c[:s0]).tolist()  # the block's earlier steps
@@ -667,8 +667,7 @@ def _katyusha_glm_epoch(problem, xt, zy, rng, *, m, tau1, tau2, weights, tables)
                 if logistic:
                     phi1 = 1.0 / (1.0 + exp(-acc)) if acc > -700.0 else 0.0
                 else:
-                    q = rows[s0 + r]
-                    phi1 = float(loss.dphi(np.array([acc]), y_lab[q:q + 1])[0])
+                    phi1 = dphi_at(acc, row_list[s0 + r])
                 done.append(phi1 - targets[s0 + r])
             c[s0:s1] = done
         S = T["powers"][b] @ S + T["sums"][b] @ B - alpha * (T["pow_k"][b - 1::-1] * c[:, None]).T @ U
@@ -702,10 +701,11 @@ def katyusha(problem, x0=None, *, rng, n_epochs, smoothness=None, mu=None, inner
     if hasattr(problem.loss, "dphi"):
         zy = np.vstack([xt, xt])  # z and y carry over from epoch to epoch
         tables = _katyusha_tables(tau1, tau2, a, sigma, max(1, min(int(KATYUSHA_BLOCK), m)))
+        dphi_at = _scalar_dphi(problem.loss, problem.y)  # the logistic's is inlined in the epoch
         t0 = time.perf_counter()
         for epoch in range(n_epochs):
             xt, zy = _katyusha_glm_epoch(problem, xt, zy, rng, m=m, tau1=tau1, tau2=tau2, weights=weights,
-                                         tables=tables)
+                                         tables=tables, dphi_at=dphi_at)
             if callback is not None and callback(xt):
                 n_epochs = epoch + 1
                 break

@@ -214,10 +214,12 @@ def test_katyusha_generic_path_matches_glm_path():
     assert b.n_grad_evals == 3 * (1 + 2 * 2)  # two per-example gradients per inner step
 
 
-def test_katyusha_blocked_epoch_on_a_glm_other_than_the_logistic():
-    """The Huberised hinge (a smooth GLM without the logistic's inlined φ'): the blocked epoch's
-    generic φ' call against the step-by-step generic path."""
-    prob = make_problem("huber-hinge", n=70)
+@pytest.mark.parametrize(("name", "params"), [("huber-hinge", {"h": 0.5}), ("huber", {"delta": 0.5})])
+def test_katyusha_blocked_epoch_on_a_glm_other_than_the_logistic(name, params):
+    """Smooth GLMs without the logistic's inlined φ': the Huberised hinge (φ' in plain Python,
+    solvers._scalar_dphi) and the Huber loss (one numpy call per step), against the step-by-step
+    generic path."""
+    prob = make_problem(name, params, n=70)
     opaque = Problem(prob.X, prob.y, OpaqueLoss(prob.loss), prob.l2)
     a = solvers.katyusha(prob, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
     b = solvers.katyusha(opaque, rng=np.random.default_rng(5), n_epochs=3, smoothness=2.0)
