@@ -377,6 +377,8 @@ def sgd(problem, x0=None, *, rng, step, n_iter, batch_size=1, replace=True, aver
     (the same weights on the points the gradients are taken at, x_0..x_{T−1}: Bubeck 2015,
     Thm 6.2, whose bound E F(x̄) − F* ≤ 2G²/(μ(T + 1)) holds for steps η_t = 2/(μ(t + 2)),
     t = 0..T−1, with E‖ĝ‖² ≤ G²; Lowy & Razaviyayn, Alg. 2). ``n_grad_evals`` = T·b/n.
+    One row per step drawn with replacement on a GLM runs in blocks (:func:`glm_sgd_steps`): the
+    same rows, the same iterates up to rounding.
     """
     if average not in (None, "uniform", "weighted", "evaluated"):
         raise ValueError(f"average must be None, 'uniform', 'weighted' or 'evaluated', got {average!r}")
@@ -483,13 +485,14 @@ def glm_sgd_steps(problem, x, rng, etas, *, radius=None, before=None, after=None
     X, n, lam = problem.X, problem.n, float(problem.l2 or 0.0)
     total = len(etas)
     etas = np.asarray(etas, dtype=float)
-    shrink = (1.0 - etas * lam).tolist()
+    shrink = 1.0 - etas * lam  # a_t
     steps = etas.tolist()
     before = np.zeros(total) if before is None else np.asarray(before, dtype=float)
     after = np.zeros(total) if after is None else np.asarray(after, dtype=float)
     averaged = bool(before.any() or after.any())
     idx = rng.integers(n, size=total)
-    alone = np.flatnonzero(np.abs(1.0 - etas * lam) < SGD_MIN_SHRINK).tolist() + [total]  # steps run on their own
+    alone = np.flatnonzero(np.abs(shrink) < SGD_MIN_SHRINK).tolist() + [total]  # steps run on their own
+    shrink = shrink.tolist()
     dphi = _scalar_dphi(problem.loss, problem.y)
     x = np.array(x, dtype=float)
     acc = np.zeros_like(x)
