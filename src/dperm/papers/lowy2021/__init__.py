@@ -142,7 +142,8 @@ def _compare(inputs):
         cells, order=order, labels=labels, title=inputs.title("Cost per run: gradient evaluations and seconds"),
         caption=inputs.caption("ε-DP cells, mean over ε and draws (the solves do not depend on ε), log scale. Gradient "
                                "evaluations in full-gradient equivalents (one pass over the rows = 1). Seconds on a "
-                               "shared 2-core machine (Katyusha's inner loop is Python, the others are numpy BLAS). "
+                               "shared 2-core machine (Katyusha's and SGD's one-row steps are a Python recursion over "
+                               "blocks of numpy products, the others numpy BLAS). "
                                "The hatched bar is the non-private L-BFGS solve. Black ticks: the evaluations each "
                                "black-box solver needed to reach α on these rows (measured, solver_speed; SGD's "
                                "tick is its budget where it did not reach α), beside its certified count (the bar). "
