@@ -72,7 +72,7 @@ def test_only_the_jobs_that_start_from_theta_tilde_read_the_shared_start_file():
         path = grid.start_file(paper, job, seed=0)
         spec = grid.job_specs(paper, job, seed=0)[0]
         assert grid.start_file(paper, job, 0, spec=spec, starters=kept) == path, job
-        if needs_start(grid.job_specs(paper, job, seed=0)[0]):
+        if needs_start(spec):
             assert path == f"results/starts/kang/fig/{job.dataset}/{job.model}/kang.npz", job
             reading.setdefault((job.dataset, job.model), []).append(job.algorithm)
         else:
