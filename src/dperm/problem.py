@@ -109,6 +109,11 @@ class Problem:
             store["csr"] = sparse_rows(self.X)
         return self.X if store["csr"] is None else store["csr"]
 
+    def scores(self, w) -> np.ndarray:
+        """z = X·w for one weight vector ``(p,)``, through the CSR copy where X is sparse
+        (:meth:`_products`): one pass over the non-zeros, not over all of X."""
+        return np.asarray(self._products(w) @ w)
+
     # -- regularised objective ------------------------------------------------------------------
     def _reg_value(self, w):
         return 0.5 * self.l2 * np.einsum("...j,...j->...", w, w)
@@ -187,6 +192,21 @@ class Problem:
         else:
             store.pop(key, None)
         return value
+
+    def rows32(self, kept_only: bool = False) -> np.ndarray | None:
+        """X in float32, read-only, kept in the ``shared`` store (:meth:`rows_cached`: made once
+        per training fold). ``kept_only``: None where the copy would not be kept (a writeable X,
+        or a copy over :data:`KEEP_PER_FOLD_BYTES`), for a caller that has a cheaper way than
+        making a fresh copy on every call."""
+        if kept_only and not (_read_only(self.X) and self.X.size * 4 <= KEEP_PER_FOLD_BYTES):
+            return None
+
+        def make():
+            X32 = self.X.astype(np.float32)
+            X32.flags.writeable = False
+            return X32
+
+        return self.rows_cached("rows32", make, nbytes=lambda a: a.nbytes)
 
     def rows_digest(self) -> str:
         """A digest of X (blake2b-128 of its shape, dtype and bytes), the key under which

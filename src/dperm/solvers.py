@@ -75,29 +75,37 @@ def glm_hessian(problem, w, shift: float = 0.0, single: bool = False):
     Sᵀ S with S = diag(√φ'') X, which BLAS forms as a symmetric rank-k update (half the products
     of a general one, about 30% less time at p ≈ 100), over the rows of non-zero curvature only.
 
-    ``single``: each block's S and Sᵀ S in float32 (S written straight from the float64 rows,
-    no copy of X), summed in float64: half the time on Adult (36,000 × 105: 10.5 against 20 ms),
-    entries within about 1e-7 of the largest. For Newton's *direction* only (:func:`newton`'s
-    ``hessian``): the gradients that certify the answer stay float64, and :func:`newton` retries
-    with the exact Hessian where a step from this one fails. Blocks of negative curvature are
-    always float64."""
+    ``single``: each block's S and Sᵀ S in float32, summed in float64: half the time on Adult
+    (36,000 × 105: 10.5 against 20 ms), entries within about 1e-7 of the largest. For Newton's
+    *direction* only (:func:`newton`'s ``hessian``): the gradients that certify the answer stay
+    float64, and :func:`newton` retries with the exact Hessian where a step from this one fails.
+    Blocks of negative curvature are always float64. The margins Xw come from one product
+    through the CSR copy of one-hot rows (:meth:`~dperm.problem.Problem.scores`), and S from the
+    fold's kept float32 rows (:meth:`~dperm.problem.Problem.rows32`; from the float64 rows where
+    none is kept): S = fl(x̃·fl(√φ'')), x̃ the float32 row, against fl(x·√φ'') from float64 rows,
+    a rounding of the same size."""
     X, y, n = problem.X, problem.y, problem.n
     H = np.zeros((problem.p, problem.p))
     chunk = SINGLE_CHUNK if single else NEWTON_CHUNK
-    scratch = np.empty((min(chunk, n), problem.p), dtype=np.float32) if single else None
+    if single:
+        scratch = np.empty((min(chunk, n), problem.p), dtype=np.float32)
+        X32 = problem.rows32(kept_only=True)
+        curvature = problem.loss.d2phi(problem.scores(w), y)
     for start in range(0, n, chunk):
-        Xb = X[start:start + chunk]
-        c = problem.loss.d2phi(Xb @ w, y[start:start + chunk])
+        Xb = X[start:start + chunk] if not single or X32 is None else X32[start:start + chunk]
+        c = curvature[start:start + chunk] if single else problem.loss.d2phi(Xb @ w, y[start:start + chunk])
         if c.min(initial=0.0) >= 0.0:
             curved = np.flatnonzero(c)
             if curved.size < c.size:  # rows of zero curvature add nothing (a Huberised hinge
                 Xb, c = Xb[curved], c[curved]  # outside its band: most rows of separable data)
             if single:
-                S = np.multiply(Xb, np.sqrt(c)[:, None], out=scratch[:c.size], casting="same_kind")
+                root = np.sqrt(c) if X32 is None else np.sqrt(c).astype(np.float32)
+                S = np.multiply(Xb, root[:, None], out=scratch[:c.size], casting="same_kind")
             else:
                 S = Xb * np.sqrt(c)[:, None]
             H += S.T @ S
         else:
+            Xb = X[start:start + chunk]  # float64 rows, whichever were read above
             H += (Xb.T * c) @ Xb
     H /= n
     H[np.diag_indices_from(H)] += problem.l2 + shift

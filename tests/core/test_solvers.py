@@ -371,6 +371,84 @@ def test_single_precision_hessian_is_the_exact_one_to_float32_rounding(name, par
     assert 0 < np.abs(single - exact).max() <= 1e-6 * scale  # float32 was used, and only that
 
 
+def _one_hot_problem(name="logistic", params=None, read_only=True, n=3000):
+    """Rows like the encoded data sets: a bias, 4 numeric columns in [0, 1] and 8 one-hot groups
+    of 12 (13 of 101 entries non-zero, 303,000 entries: one-weight products go through CSR),
+    read-only as the protocol's training folds are."""
+    rng = np.random.default_rng(6)
+    loss = get_loss(name, **(params or {}))
+    X = np.zeros((n, 101))
+    X[:, 0], X[:, 1:5] = 1.0, rng.random((n, 4))
+    for g in range(8):
+        X[np.arange(n), 5 + 12 * g + rng.integers(0, 12, n)] = 1.0
+    X /= np.linalg.norm(X, axis=1).max()
+    logits = (X - X.mean(0)) @ (3.0 * rng.standard_normal(101))
+    y = to_label_form((rng.random(n) < 1 / (1 + np.exp(-logits))).astype(float), loss.labels)
+    X.flags.writeable = not read_only
+    return Problem(X, y, loss, 1e-3)
+
+
+@pytest.mark.parametrize("name, params", [("logistic", None), ("huber-hinge", {"h": 0.5})],
+                         ids=["logistic", "huber-hinge"])
+def test_single_precision_hessian_reads_the_folds_float32_rows_and_csr_margins(name, params, monkeypatch):
+    """On read-only one-hot rows the single-precision Hessian takes its margins from the CSR copy
+    and its blocks from the float32 rows kept for the fold (``Problem.rows32``): both are then in
+    the fold's store, and the result is the exact Hessian to float32 rounding, rounded otherwise
+    than from float64 rows (a writeable copy of the same rows, where nothing is kept) where
+    √φ'' is not exact."""
+    import scipy.sparse
+
+    monkeypatch.setattr(solvers, "SINGLE_CHUNK", 700)  # several blocks, the last one short
+    problem = _one_hot_problem(name, params)
+    w = np.random.default_rng(7).standard_normal(problem.p)
+    seen = []
+    curvature = problem.loss.d2phi
+    monkeypatch.setattr(problem.loss, "d2phi", lambda z, y: seen.append(np.array(z)) or curvature(z, y))
+    single = solvers.glm_hessian(problem, w, shift=0.5, single=True)
+    assert len(seen) == 1 and np.array_equal(seen[0], problem.shared["csr"] @ w)
+    assert scipy.sparse.issparse(problem.shared["csr"])
+    assert problem.shared["rows32"][1].dtype == np.float32
+    rows32 = problem.rows32  # the blocks are read from that copy: doubled, it gives 4 (1/n) Sᵀ S
+    monkeypatch.setattr(problem, "rows32", lambda kept_only=False: rows32(kept_only) * np.float32(2))
+    shift = (problem.l2 + 0.5) * np.eye(problem.p)
+    doubled = solvers.glm_hessian(problem, w, shift=0.5, single=True)
+    np.testing.assert_allclose(doubled - shift, 4 * (single - shift), rtol=1e-12, atol=1e-15)
+    exact = solvers.glm_hessian(problem, w, shift=0.5)
+    scale = np.abs(exact).max()
+    assert np.array_equal(single, single.T) and 0 < np.abs(single - exact).max() <= 1e-6 * scale
+    writeable = Problem(np.array(problem.X), problem.y, problem.loss, problem.l2)
+    from_float64 = solvers.glm_hessian(writeable, w, shift=0.5, single=True)
+    assert "rows32" not in writeable.shared  # a writeable X keeps nothing
+    # the other rounding of S; the Huberised hinge's √φ'' is 0 or 1 here (h = 0.5), so both give x̃
+    assert np.array_equal(from_float64, single) == (name == "huber-hinge")
+    assert np.abs(from_float64 - exact).max() <= 1e-6 * scale
+
+
+def test_single_precision_hessian_makes_no_float32_copy_of_rows_too_large_to_keep(monkeypatch):
+    """A fold whose float32 copy would not be kept (over ``KEEP_PER_FOLD_BYTES``: a KDDCup99 fold)
+    gets no copy made per call: its blocks are rounded from the float64 rows, as for writeable
+    rows, to the same bits."""
+    from dperm import problem as problem_module
+
+    problem = _one_hot_problem()
+    w = np.random.default_rng(8).standard_normal(problem.p)
+    monkeypatch.setattr(problem_module, "KEEP_PER_FOLD_BYTES", problem.X.size * 4 - 1)
+    made = []
+    monkeypatch.setattr(problem, "rows_cached", lambda *a, **k: made.append(a) or pytest.fail("copy made"))
+    big = solvers.glm_hessian(problem, w, single=True)
+    assert made == [] and "rows32" not in problem.shared
+    writeable = Problem(np.array(problem.X), problem.y, problem.loss, problem.l2)
+    assert np.array_equal(big, solvers.glm_hessian(writeable, w, single=True))
+
+
+def test_problem_scores_are_the_margins_through_csr_or_dense_rows():
+    problem = _one_hot_problem()
+    w = np.random.default_rng(9).standard_normal(problem.p)
+    np.testing.assert_allclose(problem.scores(w), problem.X @ w, rtol=1e-13, atol=1e-14)
+    dense = make_problem(n=50)
+    assert np.array_equal(dense.scores(w[:dense.p]), dense.X @ w[:dense.p])
+
+
 @pytest.mark.parametrize("l2", [1e-3, 1e-7])
 def test_glm_newton_certifies_the_same_minimiser_as_exact_newton(l2):
     """Single-precision Hessians move Newton's iterates, not its answer: both runs stop at

@@ -286,18 +286,6 @@ def _run_group(kernel, out, sl, rngs, steps, sampler, chunk, noise_std, learning
             seen += sizes[a:].sum(axis=0)
 
 
-def rows32(problem) -> np.ndarray:
-    """X in float32, read-only, kept in the problem's ``shared`` store (made once per training
-    fold, :meth:`dperm.problem.Problem.rows_cached`)."""
-
-    def make():
-        X32 = problem.X.astype(np.float32)
-        X32.flags.writeable = False
-        return X32
-
-    return problem.rows_cached("rows32", make, nbytes=lambda a: a.nbytes)
-
-
 def _clip_limits32(X32, clip) -> np.ndarray:
     """C(1 − 2⁻²⁰)/‖x̃_i‖ per float32 row x̃_i, rounded down to float32 (inf for a zero row)."""
     norms = np.sqrt(np.einsum("ij,ij->i", X32, X32, dtype=float))
@@ -314,7 +302,7 @@ class LockstepGLM:
     ``_CACHE_BYTES``, so the second product reads them from cache.
 
     **Single precision.** The gather of random rows is memory-bound (about half of SGD-MA's
-    time in float64), so the rows are gathered from a float32 copy of X (:func:`rows32`, made
+    time in float64), so the rows are gathered from a float32 copy of X (``Problem.rows32``, made
     once per training fold) and the margins, φ' and the clipped sums are float32: half the bytes
     moved. The weights, the noise and the update stay float64. Privacy: row i's limit is
     C(1 − 2⁻²⁰)/‖x̃_i‖, x̃_i its float32 row, rounded down to float32, so |φ'_i| ≤ C(1 − 2⁻²⁰)/‖x̃_i‖
@@ -329,7 +317,7 @@ class LockstepGLM:
 
     def __init__(self, problem, clip):
         n = problem.n
-        self.X, self.p, self.loss = rows32(problem), problem.X.shape[1], problem.loss
+        self.X, self.p, self.loss = problem.rows32(), problem.X.shape[1], problem.loss
         # per row: label and clip limit C/‖x_i‖ of the float32 row, shrunk by 2⁻²⁰ and rounded
         # down to float32, so that a clipped gradient rounded to float32 keeps its norm ≤ C (class
         # docstring); inf where x_i = 0 (its gradient is 0); the padding row n has any valid label
