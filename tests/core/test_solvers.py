@@ -463,6 +463,70 @@ def test_glm_newton_certifies_the_same_minimiser_as_exact_newton(l2):
     assert fast.nit <= exact.nit + 2
 
 
+@pytest.mark.parametrize("name, params", SMOOTH, ids=SMOOTH_IDS)
+def test_glm_hessians_are_the_exact_hessian_at_each_row(name, params):
+    problem = make_problem(name, params, n=60)
+    W = np.random.default_rng(10).standard_normal((4, problem.p))
+    stacked = solvers.glm_hessians(problem, W, shift=0.3)
+    for w, H in zip(W, stacked):
+        np.testing.assert_allclose(H, solvers.glm_hessian(problem, w, shift=0.3), rtol=1e-12, atol=1e-15)
+
+
+def _linear_tilts(problem, B):
+    """F(w) + ⟨b_r, w⟩ for each row b_r of B, in newton_draws' form and one at a time."""
+    def many(W, rows):
+        f, G = problem.value_and_grad(W)
+        return f + np.einsum("ij,ij->i", B[rows], W), G + B[rows]
+
+    def one(r):
+        def vg(w):
+            f, g = problem.value_and_grad(w)
+            return f + B[r] @ w, g + B[r]
+        return vg
+
+    return many, one
+
+
+def test_newton_draws_takes_each_problems_newton_steps_together():
+    """k problems F + ⟨b_r, w⟩ solved at once: each certified, at the lone Newton solve's answer
+    (one exact Hessian form) within the certified distance, in as many steps and evaluations
+    (the same rule per problem, the finished ones dropping out)."""
+    problem = make_problem(n=80, d=3, l2=0.05, seed=3)
+    B = np.random.default_rng(11).standard_normal((30, problem.p)) * np.geomspace(1e-3, 3.0, 30)[:, None]
+    many, one = _linear_tilts(problem, B)
+    X, F, G, nit, evals = solvers.newton_draws(many, lambda W, rows: solvers.glm_hessians(problem, W),
+                                               np.zeros((30, problem.p)), 1e-10)
+    assert np.all(np.linalg.norm(G, axis=1) <= 1e-10)
+    assert len(set(nit.tolist())) > 1  # the problems needed different step counts
+    for r in range(30):
+        lone = solvers.newton(one(r), lambda w: solvers.glm_hessian(problem, w), np.zeros(problem.p), 1e-10)
+        assert np.abs(X[r] - lone.x).max() <= (lone.grad_norm + np.linalg.norm(G[r])) / problem.l2
+        assert (nit[r], evals[r]) == (lone.nit, lone.n_grad_evals)
+        assert F[r] == pytest.approx(lone.fun, rel=1e-13)
+
+
+def test_newton_draws_stops_a_problem_no_step_helps_and_caps_the_steps():
+    """A problem whose Hessian gives an ascent direction stops where it is (t below 10⁻¹²), its
+    steps 0, while the others converge; ``max_iter`` caps every problem's steps."""
+    problem = make_problem(n=80, d=3, l2=0.05, seed=3)
+    B = np.random.default_rng(12).standard_normal((5, problem.p))
+    many, _ = _linear_tilts(problem, B)
+
+    def hessian(W, rows):
+        H = solvers.glm_hessians(problem, W)
+        H[rows == 2] *= -1.0  # problem 2: Newton's direction climbs
+        return H
+
+    X, F, G, nit, evals = solvers.newton_draws(many, hessian, np.zeros((5, problem.p)), 1e-10)
+    norms = np.linalg.norm(G, axis=1)
+    assert nit[2] == 0 and np.array_equal(X[2], np.zeros(problem.p)) and norms[2] > 1e-10
+    assert evals[2] == 1 + 40  # the start, then t = 1, 1/2, …, 2⁻³⁹ (the last one of at least 10⁻¹²)
+    assert np.all(norms[[0, 1, 3, 4]] <= 1e-10)
+    capped = solvers.newton_draws(many, lambda W, rows: solvers.glm_hessians(problem, W), np.zeros((5, problem.p)),
+                                  1e-10, max_iter=1)
+    assert np.all(capped[3] == 1) and np.all(np.linalg.norm(capped[2], axis=1) > 1e-10)
+
+
 def test_newton_retries_a_failed_step_with_the_exact_hessian():
     """An approximate Hessian whose direction climbs (−H) gives no acceptable step: alone,
     Newton stops where it started; with ``exact_hessian`` it retries from the exact one and

@@ -47,7 +47,11 @@ single precision: the Hessian only steers the steps, the float64 gradient certif
 instead of the hundreds of L-BFGS iterations these ill-conditioned objectives need (on Adult,
 measured under load: logistic fits 1.2–2.4× faster; Huberised-hinge fits from 1.5× slower at
 ε = 0.05 to 1.5× faster at ε = 1.6); L-BFGS finishes if Newton stalls, and is the solver for everything else. The
-solver does not enter the privacy argument, which is about the exact minimiser.
+draws of a small problem (n·p ≤ :data:`dperm.solvers.NEWTON_DRAWS_MAX`: the audit's 100,000 draws
+of n = 50, p = 1) take their Newton steps together, each draw by the same rule with the exact Hessian
+(:func:`dperm.solvers.newton_draws`), so that the interpreter's cost of a step is shared; each is
+certified on its own all the same. The solver does not enter the privacy argument, which is about
+the exact minimiser.
 
 ``objpert-reference`` reproduces DP-AGD's ``obj_pert`` exactly
 (docs/deviations.md#objpert-objective, docs/privacy.md#objpert-assumptions): no row bound,
@@ -61,7 +65,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from .. import solvers
 from ..privacy import calibration_faults as faults
@@ -108,6 +112,32 @@ def perturbed_objective(problem, b, Delta):
         return problem.hvp(w, v) + c * v
 
     return value_and_grad, hessp
+
+
+def perturbed_objectives(problem, B, Delta):
+    """(value_and_grad, hessian) of the draws' objectives J_d (:func:`perturbed_objective`, one
+    noise vector per row of B) for :func:`dperm.solvers.newton_draws`: both take the weights of
+    draws ``rows`` as the rows of W."""
+    n, c = problem.n, Delta / problem.n
+
+    def value_and_grad(W, rows):
+        f, G = problem.value_and_grad(W)
+        return (f + 0.5 * c * np.einsum("ij,ij->i", W, W) + np.einsum("ij,ij->i", B[rows], W) / n,
+                G + c * W + B[rows] / n)
+
+    def hessian(W, rows):
+        return solvers.glm_hessians(problem, W, shift=c)
+
+    return value_and_grad, hessian
+
+
+def _draw_result(solved, i, gtol):
+    """Draw i of :func:`dperm.solvers.newton_draws`' answer as :func:`dperm.solvers.newton`
+    reports one: certified where its ‖∇J‖ ≤ gtol."""
+    X, F, G, steps, evals = solved
+    grad_norm = float(np.linalg.norm(G[i]))
+    return OptimizeResult(x=X[i], fun=float(F[i]), jac=G[i], grad_norm=grad_norm, nit=int(steps[i]),
+                          n_grad_evals=float(evals[i]), success=grad_norm <= gtol)
 
 
 def reference_objective(problem, b, Delta, bias_column: int | None = 0):
@@ -184,11 +214,18 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
     mu_J = lam + Delta / problem.n
     weights, grad_norms, iters, evals = [], [], [], []
     newton = solvers.newton_applies(problem)
-    for child in draw_rngs(rng, draws):
-        b = draw_noise(kind, scale, problem.p, child)
+    noises = [draw_noise(kind, scale, problem.p, child) for child in draw_rngs(rng, draws)]
+    together = newton and draws > 1 and problem.n * problem.p <= solvers.NEWTON_DRAWS_MAX
+    if together:  # small problems: the draws' Newton solves in lockstep, the interpreter's cost shared
+        solved = solvers.newton_draws(*perturbed_objectives(clipped, np.array(noises), Delta),
+                                      np.zeros((draws, problem.p)), gtol)
+    for i, b in enumerate(noises):
         fun, hessp = perturbed_objective(clipped, b, Delta)
         x0, res, spent = np.zeros(problem.p), None, (0, 0.0)
-        if newton:
+        if together:
+            res = _draw_result(solved, i, gtol)
+            x0, spent = res.x, (res.nit, res.n_grad_evals)
+        elif newton:
             res = solvers.glm_newton(clipped, x0, gtol, value_and_grad=fun, shift=Delta / problem.n)
             x0, spent = res.x, (res.nit, res.n_grad_evals)
         if res is None or not res.success:
