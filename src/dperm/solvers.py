@@ -195,7 +195,7 @@ def glm_hessians(problem, W, shift: float = 0.0) -> np.ndarray:
     return H
 
 
-def newton_draws(value_and_grad, hessian, X0, gtol: float, max_iter: int = 200):
+def newton_draws(value_and_grad, hessian, X0, gtol: float, max_iter: int = 200, group: int | None = None):
     """:func:`newton` with one (exact) Hessian form on k independent problems at once, one per
     row of X0 (k, p): ``value_and_grad(W, rows)`` gives (F (m,), ∇F (m, p)) of problems ``rows``
     at the rows of W, ``hessian(W, rows)`` their Hessians (m, p, p). Each problem follows
@@ -204,10 +204,22 @@ def newton_draws(value_and_grad, hessian, X0, gtol: float, max_iter: int = 200):
     ``max_iter`` steps, or when no step helps. Each step is one call for every problem still
     running, so the interpreter's cost is shared (ObjPert's audit draws: 100,000 solves of
     n = 50, p = 1). Returns (X, F, ∇F, steps (k,), evaluations (k,)); a problem is certified
-    where its ‖∇F‖ ≤ gtol, as with :func:`newton`."""
+    where its ‖∇F‖ ≤ gtol, as with :func:`newton`. ``group``: at most this many problems at
+    once, in consecutive groups (bounds the callables' temporaries, e.g. (group, n, p))."""
+    X0 = np.asarray(X0, dtype=float)
+    k = X0.shape[0]
+    if group is not None and group < k:
+        parts = [_newton_group(value_and_grad, hessian, X0[a:a + group], np.arange(a, min(a + group, k)), gtol,
+                               max_iter) for a in range(0, k, group)]
+        return tuple(np.concatenate(arrays) for arrays in zip(*parts))
+    return _newton_group(value_and_grad, hessian, X0, np.arange(k), gtol, max_iter)
+
+
+def _newton_group(value_and_grad, hessian, X0, ids, gtol, max_iter):
+    """:func:`newton_draws` on the problems ``ids``, starting from the rows of X0."""
     X = np.array(X0, dtype=float)
     k = X.shape[0]
-    F, G = value_and_grad(X, np.arange(k))
+    F, G = value_and_grad(X, ids)
     evals, nit = np.ones(k), np.zeros(k, dtype=np.int64)
     running = np.ones(k, dtype=bool)
     while True:
@@ -216,13 +228,13 @@ def newton_draws(value_and_grad, hessian, X0, gtol: float, max_iter: int = 200):
         rows = np.flatnonzero(running)
         if not rows.size:
             break
-        step = -_solve_many(hessian(X[rows], rows), G[rows])
+        step = -_solve_many(hessian(X[rows], ids[rows]), G[rows])
         slope, base, norm0 = np.einsum("ij,ij->i", G[rows], step), F[rows], gn[rows]
         t = np.ones(rows.size)
         pending = np.arange(rows.size)
         while pending.size:
             trial = X[rows[pending]] + t[pending, None] * step[pending]
-            f_new, g_new = value_and_grad(trial, rows[pending])
+            f_new, g_new = value_and_grad(trial, ids[rows[pending]])
             evals[rows[pending]] += 1
             f0 = base[pending]
             kept = (f_new <= f0 + 1e-4 * t[pending] * slope[pending]) | (

@@ -262,16 +262,18 @@ def test_small_problems_solve_their_draws_in_lockstep_to_the_same_minimisers(los
     Newton steps together (solvers.newton_draws): the same noise, releases within the certified
     distance of the lone solves', every draw certified."""
     from dperm import solvers
+    from dperm.algorithms import objpert
 
     problem = make_problem(loss, n=50, p=2, l2=0.01, seed=4)
     fit = get_algorithm("objpert").fit
     calls = []
     lockstep = solvers.newton_draws
-    monkeypatch.setattr(solvers, "newton_draws", lambda *a, **k: calls.append(1) or lockstep(*a, **k))
+    monkeypatch.setattr(solvers, "newton_draws", lambda *a, **k: calls.append(k["group"]) or lockstep(*a, **k))
+    monkeypatch.setattr(objpert, "_LOCKSTEP_ENTRIES", 64 * 100)  # groups of 64 draws (n·p = 100)
     together = fit(problem, Privacy(0.5, 0.0), np.random.default_rng(5), draws=200)
     monkeypatch.setattr(solvers, "NEWTON_DRAWS_MAX", 0)
     alone = fit(problem, Privacy(0.5, 0.0), np.random.default_rng(5), draws=200)
-    assert calls == [1]  # the lockstep path ran once, for all 200 draws; the lone solves never
+    assert calls == [64]  # the lockstep path ran once, for all 200 draws in groups; the lone solves never
     assert together.extra["grad_norm"] <= 1e-9 and alone.extra["grad_norm"] <= 1e-9 and not together.notes
     tol = together.extra["dist_bound"] + alone.extra["dist_bound"]
     assert np.abs(together.weights - alone.weights).max() <= tol

@@ -498,6 +498,13 @@ def test_newton_draws_takes_each_problems_newton_steps_together():
                                                np.zeros((30, problem.p)), 1e-10)
     assert np.all(np.linalg.norm(G, axis=1) <= 1e-10)
     assert len(set(nit.tolist())) > 1  # the problems needed different step counts
+    seen = []  # in groups of 7 (the last one of 2): each problem sees its own tilt, the same answers
+    grouped = solvers.newton_draws(lambda W, rows: seen.append(rows.copy()) or many(W, rows),
+                                   lambda W, rows: solvers.glm_hessians(problem, W), np.zeros((30, problem.p)), 1e-10,
+                                   group=7)
+    assert max(len(rows) for rows in seen) == 7 and sorted({int(r) for rows in seen for r in rows}) == list(range(30))
+    np.testing.assert_array_equal(grouped[3], nit)
+    assert np.abs(grouped[0] - X).max() <= 2e-10 / problem.l2
     for r in range(30):
         lone = solvers.newton(one(r), lambda w: solvers.glm_hessian(problem, w), np.zeros(problem.p), 1e-10)
         assert np.abs(X[r] - lone.x).max() <= (lone.grad_norm + np.linalg.norm(G[r])) / problem.l2

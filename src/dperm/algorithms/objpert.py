@@ -86,6 +86,9 @@ from .domains import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, finite_epsi
 from .registry import register, register_variant
 
 ADJACENCIES = ("add-remove", "replace-one")
+# draws solved together at most this many n·p entries at a time: the lockstep solve's (draws, n, p)
+# temporaries stay near 32 MB (the audit's 100,000 draws of n = 50, p = 1: two groups)
+_LOCKSTEP_ENTRIES = 1 << 22
 
 
 def noise_calibration(zeta: float, epsilon: float, delta: float, adjacency: str = "add-remove"):
@@ -217,8 +220,9 @@ def fit_objpert(problem, privacy: Privacy, rng, draws: int = 1, *, row_bound: fl
     noises = [draw_noise(kind, scale, problem.p, child) for child in draw_rngs(rng, draws)]
     together = newton and draws > 1 and problem.n * problem.p <= solvers.NEWTON_DRAWS_MAX
     if together:  # small problems: the draws' Newton solves in lockstep, the interpreter's cost shared
+        group = _LOCKSTEP_ENTRIES // (problem.n * problem.p)
         solved = solvers.newton_draws(*perturbed_objectives(clipped, np.array(noises), Delta),
-                                      np.zeros((draws, problem.p)), gtol)
+                                      np.zeros((draws, problem.p)), gtol, group=group)
     for i, b in enumerate(noises):
         fun, hessp = perturbed_objective(clipped, b, Delta)
         x0, res, spent = np.zeros(problem.p), None, (0, 0.0)
