@@ -51,10 +51,11 @@ def _finish(value_and_grad, x, **fields):
     return OptimizeResult(x=x, fun=f, jac=g, grad_norm=np.linalg.norm(g, axis=-1), **fields)
 
 
-def _keeps(f, f_new, gn, gn_new) -> bool:
+def _keeps(f, f_new, gn, gn_new):
     """Near an optimum F stops changing in floating point: a step is also worth keeping if it
-    lowers ‖∇F‖ without raising F beyond rounding (the rule of both Newton methods here)."""
-    return gn_new < gn and f_new <= f + 8 * np.finfo(float).eps * abs(f)
+    lowers ‖∇F‖ without raising F beyond rounding (the rule of every Newton method here).
+    Elementwise on arrays (:func:`newton_draws`' problems), a bool on scalars."""
+    return (gn_new < gn) & (f_new <= f + 8 * np.finfo(float).eps * np.abs(f))
 
 
 NEWTON_MAX_P = 2_000  # explicit p × p Hessians (newton) up to this many coordinates
@@ -237,8 +238,8 @@ def _newton_group(value_and_grad, hessian, X0, ids, gtol, max_iter):
             f_new, g_new = value_and_grad(trial, ids[rows[pending]])
             evals[rows[pending]] += 1
             f0 = base[pending]
-            kept = (f_new <= f0 + 1e-4 * t[pending] * slope[pending]) | (
-                (np.linalg.norm(g_new, axis=1) < norm0[pending]) & (f_new <= f0 + 8 * np.finfo(float).eps * np.abs(f0)))
+            kept = (f_new <= f0 + 1e-4 * t[pending] * slope[pending]) | _keeps(
+                f0, f_new, norm0[pending], np.linalg.norm(g_new, axis=1))
             done = rows[pending[kept]]
             X[done], F[done], G[done] = trial[kept], f_new[kept], g_new[kept]
             nit[done] += 1
