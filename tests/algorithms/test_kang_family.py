@@ -9,12 +9,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import ndtr
 
 from dperm import audit
 from dperm.algorithms import Privacy, dp_sgd, get_algorithm, outpert_sgd, pidp_sgd
 from dperm.algorithms.dp_gd_filter import filter_calibration, run_filter
 from dperm.algorithms.dp_lssgd import smoothing
 from dperm.algorithms.pidp_sgd.chains import contributions
+from dperm.algorithms.pidp_sgd.noise_test import _log_row_probability as _exact_rows
 from dperm.losses import MLP, Logistic
 from dperm.privacy import epsilon_sampled_gaussian
 from dperm.problem import Problem
@@ -279,6 +281,79 @@ def test_noise_free_probability_is_the_product_of_the_coordinate_laws():
         pytest.approx(expected * rest)
     # far in the tail it stays finite and tiny rather than nan
     assert 0 <= pidp_sgd.noise_free_probability(np.full((2, 50), 1.0), error=0.0, sigma_c=1e-3, threshold=1e-5) < 1e-300
+
+
+def _every_row(c, *, error, sigma_c, threshold, rest=0):
+    """The exact form on every row, nothing skipped: what noise_free_probability must equal."""
+    log_p = _exact_rows(2.0 * (np.abs(c) + error), sigma_c, threshold)
+    if rest:
+        log_p = log_p + rest * math.log(2.0 * ndtr(threshold / sigma_c) - 1.0)
+    return float(np.mean(np.exp(log_p)))
+
+
+def _counting_rows(monkeypatch):
+    from dperm.algorithms.pidp_sgd import noise_test
+
+    seen = []
+    exact = noise_test._log_row_probability
+
+    def counted(a, sigma_c, threshold):
+        seen.append(a.shape[0])
+        return exact(a, sigma_c, threshold)
+
+    monkeypatch.setattr(noise_test, "_log_row_probability", counted)
+    return seen
+
+
+def test_noise_free_probability_skips_only_rows_the_exact_form_rounds_to_zero(monkeypatch):
+    """One row at a time, from log-probability about −483 (a ≈ thr) to about −1,280: every row whose
+    exact value is above 0.0 is evaluated and equal, and the rows far below −745 are not evaluated."""
+    seen = _counting_rows(monkeypatch)
+    thr, sc, E, m = 0.01, 1.0, 0.0, 100
+    kept = skipped = 0
+    for g in np.linspace(0.0, 4.0, 81):  # each coordinate's u = −g: the row's log-probability ≈ −483 − 50·g²
+        c = np.full((1, m), (thr + g * sc) / 2.0)
+        seen.clear()
+        got = pidp_sgd.noise_free_probability(c, error=E, sigma_c=sc, threshold=thr)
+        want = _every_row(c, error=E, sigma_c=sc, threshold=thr)
+        assert got == want, g
+        if want > 0.0:
+            assert seen == [1], g  # a row that counts is always evaluated
+        kept += bool(seen)
+        skipped += not seen
+    assert kept >= 30 and skipped >= 20  # both branches ran
+    # many rows at once: only the live rows are evaluated, and the mean is the same float
+    rows = np.concatenate([np.full((5, m), (thr + g * sc) / 2.0) for g in (0.0, 1.0, 3.0, 3.5)])
+    seen.clear()
+    assert pidp_sgd.noise_free_probability(rows, error=E, sigma_c=sc, threshold=thr) == \
+        _every_row(rows, error=E, sigma_c=sc, threshold=thr)
+    assert seen == [10]
+
+
+def test_noise_free_probability_short_cuts_keep_the_value(monkeypatch):
+    seen = _counting_rows(monkeypatch)
+    rng = np.random.default_rng(3)
+    c = rng.standard_normal((40, 6)) * 0.01
+    # the MLP's hidden layer: its rest term alone is below −800, so no row is evaluated
+    assert pidp_sgd.noise_free_probability(c, error=1e-3, sigma_c=2.0, threshold=0.01, rest=11_000) == 0.0
+    assert _every_row(c, error=1e-3, sigma_c=2.0, threshold=0.01, rest=11_000) == 0.0 and seen == []
+    # a width below what the rounding argument covers (2·thr/σ_c against |u| ≈ 10⁶): every row evaluated
+    c = np.full((3, 2000), 5e5)
+    got = pidp_sgd.noise_free_probability(c, error=0.0, sigma_c=1.0, threshold=1e-12)
+    assert seen == [3] and got == _every_row(c, error=0.0, sigma_c=1.0, threshold=1e-12) == 0.0
+    # a row holding a NaN counts as the exact form counts it, whichever short cut applies
+    for scale, rest in ((0.5, 0), (0.5, 11_000), (1e-9, 0)):
+        c = np.full((4, 6), scale)
+        c[2, 1] = np.nan
+        kw = {"error": 0.0, "sigma_c": 1e-3, "threshold": 1e-5, "rest": rest}
+        assert pidp_sgd.noise_free_probability(c, **kw) == _every_row(c, **kw)
+    # random settings in every regime, with and without a rest term
+    for _ in range(200):
+        n, m = rng.integers(1, 30), rng.integers(1, 30)
+        c = rng.standard_normal((n, m)) * 10 ** rng.uniform(-6, 1) * rng.uniform(0, 3, size=(n, 1))
+        kw = {"error": 10 ** rng.uniform(-8, 0), "sigma_c": 10 ** rng.uniform(-3, 3),
+              "threshold": 10 ** rng.uniform(-6, 1), "rest": int(rng.choice([0, 3, 1000]))}
+        assert pidp_sgd.noise_free_probability(c, **kw) == _every_row(c, **kw), kw
 
 
 def test_the_control_is_pidp_sgd_without_its_test():
