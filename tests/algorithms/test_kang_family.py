@@ -323,11 +323,11 @@ def test_noise_free_probability_skips_only_rows_the_exact_form_rounds_to_zero(mo
         skipped += not seen
     assert kept >= 30 and skipped >= 20  # both branches ran
     # many rows at once: only the live rows are evaluated, and the mean is the same float
-    rows = np.concatenate([np.full((5, m), (thr + g * sc) / 2.0) for g in (0.0, 1.0, 3.0, 3.5)])
+    rows = np.concatenate([np.full((5, m), (thr + g * sc) / 2.0) for g in (0.0, 1.0, 2.0, 3.0, 3.5)])
     seen.clear()
     assert pidp_sgd.noise_free_probability(rows, error=E, sigma_c=sc, threshold=thr) == \
         _every_row(rows, error=E, sigma_c=sc, threshold=thr)
-    assert seen == [10]
+    assert seen == [15]  # g = 0, 1, 2: the rows whose bound is above −800
 
 
 def test_noise_free_probability_short_cuts_keep_the_value(monkeypatch):
