@@ -102,24 +102,32 @@ def noise_free_probability(contributions: np.ndarray, *, error: float, sigma_c: 
     if log_rest < _LOG_UNDERFLOW:
         return 0.0
     a = 2.0 * (np.abs(contributions) + error)
-    n, m = a.shape
-    log_p = np.full(n, -np.inf)
-    width = 2.0 * threshold / sigma_c
-    live = np.ones(n, dtype=bool)
-    if width > 0 and a.size:
-        gap_max = max(float(a.max()) - threshold, 0.0) / sigma_c  # NaN rows make it NaN: no skipping
-        if width >= 1e-9 * (1.0 + gap_max + threshold / sigma_c):
-            head = m * math.log(width / math.sqrt(2.0 * math.pi)) + log_rest  # every row's bound at gap 0
-            if head < _LOG_UNDERFLOW:
-                live[:] = False
-            elif head - 0.5 * m * gap_max**2 < _LOG_UNDERFLOW:  # some row may be below: bound each
-                gap = np.maximum(a - threshold, 0.0) / sigma_c  # −u where u < 0; 0 where [l, u] holds 0
-                live = head - 0.5 * np.einsum("ij,ij->i", gap, gap) >= _LOG_UNDERFLOW
+    live = _live_rows(a, sigma_c, threshold, log_rest)
+    log_p = np.full(a.shape[0], -np.inf)
     if live.any():
         log_p[live] = _log_row_probability(a if live.all() else a[live], sigma_c, threshold)
     if rest:
         log_p = log_p + log_rest
     return float(np.mean(np.exp(log_p)))
+
+
+def _live_rows(a, sigma_c, threshold, log_rest):
+    """The rows of ``a`` (n, m) whose bound (:func:`noise_free_probability`) is at or above −800,
+    all of them where the rounding argument does not cover the skip."""
+    n, m = a.shape
+    width = 2.0 * threshold / sigma_c
+    if width <= 0 or not a.size:
+        return np.ones(n, dtype=bool)
+    gap_max = max(float(a.max()) - threshold, 0.0) / sigma_c  # NaN rows make it NaN: no skipping
+    if not width >= 1e-9 * (1.0 + gap_max + threshold / sigma_c):
+        return np.ones(n, dtype=bool)
+    head = m * math.log(width / math.sqrt(2.0 * math.pi)) + log_rest  # every row's bound at gap 0
+    if head < _LOG_UNDERFLOW:
+        return np.zeros(n, dtype=bool)
+    if head - 0.5 * m * gap_max**2 >= _LOG_UNDERFLOW:  # no row can fall below
+        return np.ones(n, dtype=bool)
+    gap = np.maximum(a - threshold, 0.0) / sigma_c  # −u where u < 0; 0 where [l, u] holds 0
+    return head - 0.5 * np.einsum("ij,ij->i", gap, gap) >= _LOG_UNDERFLOW
 
 
 def _log_row_probability(a, sigma_c, threshold):
