@@ -2,10 +2,10 @@
 
 * ``dp-sgd-lecture`` (Wang's notes, Lemma 15.5 or RDP), a row of the ``accuracy`` experiment on
   one training fold: ε ∈ {0.05, 0.1, 0.2}, δ = 1e-8, two draws, T the smallest the notes'
-  condition allows (T grows as ε²), averaged iterate, radius 10. CPU seconds of the row fitted
-  target by target (``fit``, what the pipeline did before) and as one lockstep state
-  (``fit_settings``: every chain of the row in one loop, each with its own T and σ), and the
-  CPU microseconds per executed loop step of each.
+  condition allows (T grows as ε²), averaged iterate, radius 10. CPU seconds of the row
+  (``fit_settings``) with the step-by-step loop (every chain of the row in one lockstep state,
+  what the pipeline ran before) and with each chain in blocks of steps (what it runs now), the CPU
+  microseconds per chain-step of each, and how far apart their weights are.
 * ``outpert-blackbox`` with ``solver: katyusha`` (Lowy & Razaviyayn): CPU microseconds per inner
   step of one solve (μ = 0.01, ε-DP and (ε, 1e-10)-DP with the Markov remedy), and how many solves
   a row of five ε makes (the row's targets share one solve whenever their accuracy α is the
@@ -70,32 +70,41 @@ def load(unit_ball: bool = False):
 
 
 def lecture():
+    from functools import partial
+
+    from dperm.algorithms.lecture import dp_sgd, theory
+
     X, y = load()
     problem = Problem(X, y, Logistic(), 1e-3)
     spec = get_algorithm("dp-sgd-lecture")
     targets = [Privacy(eps, 1e-8) for eps in LECTURE_EPSILONS]
     rows = []
     for rep in range(ARGS.repeat):
-        rngs = [np.random.default_rng([rep, i]) for i in range(len(targets))]
-        t0 = time.process_time()
-        alone = [spec.fit(problem, target, rng, draws=2, **LECTURE_HYPER) for target, rng in zip(targets, rngs)]
-        cpu_alone = time.process_time() - t0
-        rngs = [np.random.default_rng([rep, i]) for i in range(len(targets))]
-        t0 = time.process_time()
-        together = spec.fit_settings(problem, targets, rngs, draws=2, **LECTURE_HYPER)
-        cpu_together = time.process_time() - t0
-        same = all(np.array_equal(a.weights, b.weights) for a, b in zip(alone, together))
-        steps = [int(r.iterations) for r in alone]
-        rows.append((cpu_alone, cpu_together, steps, same))
-        print(f"  lecture DP-SGD row {LECTURE_EPSILONS} (T = {steps}, 2 draws): target by target {cpu_alone:.1f} "
-              f"CPU-s ({1e6 * cpu_alone / sum(steps):.1f} us per step), one lockstep state {cpu_together:.1f} CPU-s "
-              f"({1e6 * cpu_together / max(steps):.1f} us per step); same weights: {same}; "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
-    alone, together = (float(np.median([r[i] for r in rows])) for i in (0, 1))
+        timed = {}
+        for form, runner in (("loop", partial(theory.run_projected, blocked=False)), ("blocks", theory.run_projected)):
+            dp_sgd.run_projected = runner
+            try:
+                rngs = [np.random.default_rng([rep, i]) for i in range(len(targets))]
+                t0 = time.process_time()
+                fits = spec.fit_settings(problem, targets, rngs, draws=2, **LECTURE_HYPER)
+                timed[form] = (time.process_time() - t0, np.concatenate([f.weights for f in fits]))
+            finally:
+                dp_sgd.run_projected = theory.run_projected
+        steps = [int(f.iterations) for f in fits]
+        chain_steps = 2 * sum(steps)
+        (cpu_loop, w_loop), (cpu_blocks, w_blocks) = timed["loop"], timed["blocks"]
+        rel = float(np.abs(w_blocks - w_loop).max() / np.abs(w_loop).max())
+        rows.append((cpu_loop, cpu_blocks, steps, rel))
+        print(f"  lecture DP-SGD row {LECTURE_EPSILONS} (T = {steps}, 2 draws): step-by-step lockstep loop "
+              f"{cpu_loop:.1f} CPU-s ({1e6 * cpu_loop / chain_steps:.1f} us per chain-step), each chain in blocks "
+              f"{cpu_blocks:.1f} CPU-s ({1e6 * cpu_blocks / chain_steps:.1f} us per chain-step); weights within "
+              f"{rel:.1e} relative; load {os.getloadavg()[0]:.2f}", flush=True)
+    loop, blocks = (float(np.median([r[i] for r in rows])) for i in (0, 1))
     steps = rows[0][2]
-    return {"steps": steps, "cpu_target_by_target": alone, "cpu_lockstep": together,
-            "us_per_step_target_by_target": 1e6 * alone / sum(steps),
-            "us_per_step_lockstep": 1e6 * together / max(steps), "identical": all(r[3] for r in rows)}
+    return {"steps": steps, "cpu_loop": loop, "cpu_blocks": blocks,
+            "us_per_chain_step_loop": 1e6 * loop / (2 * sum(steps)),
+            "us_per_chain_step_blocks": 1e6 * blocks / (2 * sum(steps)),
+            "max_relative_difference": max(r[3] for r in rows)}
 
 
 def katyusha():

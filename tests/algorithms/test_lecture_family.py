@@ -153,12 +153,14 @@ def test_rates_table_recovers_a_known_slope():
     assert list(points["steps"][:3]) == [1024, 4096, 16384]
 
 
-@pytest.mark.parametrize("accountant,output,step_size", [("notes", "average", "convex"), ("rdp", "last", "convex"),
-                                                         ("rdp", "average", "constant")])
-def test_dp_sgd_row_in_lockstep_is_each_target_alone_bit_for_bit(accountant, output, step_size):
-    """fit_settings runs the row's targets as one lockstep state, each with its own T and σ (the
-    notes' condition gives T growing with ε²): every target's weights are its lone fit's, bit for
-    bit, in any order of the targets."""
+@pytest.mark.parametrize("accountant,output,step_size,draws", [
+    ("notes", "average", "convex", 3), ("rdp", "last", "convex", 3), ("rdp", "average", "constant", 3),
+    ("notes", "average", "convex", 5), ("rdp", "last", "convex", 5)])
+def test_dp_sgd_row_in_lockstep_is_each_target_alone_bit_for_bit(accountant, output, step_size, draws):
+    """fit_settings runs the row's targets together, each with its own T and σ (the notes'
+    condition gives T growing with ε²): every target's weights are its lone fit's, bit for bit, in
+    any order of the targets, whether its chains run in blocks (3 draws) or in one lockstep state
+    with the row's other chains (5 draws, above ONE_CHAINS)."""
     rng = np.random.default_rng(4)
     n = 120
     X = np.column_stack([np.ones(n), rng.random((n, 3))])
@@ -169,9 +171,66 @@ def test_dp_sgd_row_in_lockstep_is_each_target_alone_bit_for_bit(accountant, out
     hyper = {"steps_rule": "condition", "accountant": accountant, "output": output, "step_size": step_size,
              "radius": 5.0, "learning_rate": 0.2}
     targets = [Privacy(eps, 1e-5) for eps in (0.5, 2.0, 1.0)]
-    shared = spec.fit_settings(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws=3, **hyper)
+    shared = spec.fit_settings(problem, targets, [np.random.default_rng(s) for s in (1, 2, 3)], draws=draws, **hyper)
     steps = [res.iterations for res in shared]
     assert len(set(steps)) == 3  # three different T
     for target, seed, res in zip(targets, (1, 2, 3), shared):
-        lone = spec.fit(problem, target, np.random.default_rng(seed), draws=3, **hyper)
+        lone = spec.fit(problem, target, np.random.default_rng(seed), draws=draws, **hyper)
         assert np.array_equal(res.weights, lone.weights) and res.extra == lone.extra
+
+
+def _blocked_and_loop(problem, chains, **kw):
+    """run_projected's one-example chains in blocks (the default) and step by step (blocked=False)."""
+    from dperm.algorithms.base import draw_rngs
+    from dperm.algorithms.lecture.theory import run_projected
+
+    out = []
+    for blocked in (True, False):
+        rngs = draw_rngs(np.random.default_rng(17), len(chains))
+        out.append(run_projected(problem, rngs, chains, batch="one", blocked=blocked, **kw))
+    return out
+
+
+@pytest.mark.parametrize("case", [
+    # constant step, last iterate, no ball; a zero row (its clip limit is inf) and clipped rows
+    dict(l2=0.0, steps=[203, 77], kw=dict(sigma=[0.3, 0.05], clip=0.2, mode="constant", learning_rate=0.4,
+                                           radius=None, output="last")),
+    # convex steps 2R/(G√t), averaged iterate, the ball binding; chunks not a multiple of the block
+    dict(l2=1e-3, steps=[500, 260, 41], kw=dict(sigma=[2.0, 0.5, 8.0], clip=1.0, mode="convex", learning_rate=0.1,
+                                                radius=0.8, output="average", chunk=37)),
+    # strongly convex 1/(αt) with α = λ: the first step erases θ and runs on its own
+    dict(l2=0.5, steps=[300, 301], kw=dict(sigma=[1.0, 1.0], clip=1.0, mode="strongly-convex", learning_rate=0.1,
+                                           radius=2.0, output="average")),
+    # noise so large that each projection shrinks γ by about 1e-12: blocks end before γ underflows
+    dict(l2=0.0, steps=[90], kw=dict(sigma=[1e11], clip=1.0, mode="constant", learning_rate=1.0, radius=1e-3,
+                                     output="average")),
+], ids=["constant-last-clipped", "convex-average-chunks", "strong-alone-step", "gamma-underflow"])
+def test_one_example_chains_in_blocks_follow_the_step_by_step_loop(case):
+    """The blocked recursion (θ_q = γ_q(θ₀ + Σ κ_j v_j), the noise a second direction per step) is
+    the loop's arithmetic up to rounding, on the same rows and noise: every mode, both outputs, the
+    ball, clipping, a zero row, the lone erasing step and the γ guard."""
+    rng = np.random.default_rng(5)
+    n, p = 60, 5
+    X = rng.normal(size=(n, p)) * rng.uniform(0.2, 3.0, size=(n, 1))  # rows of norm 0.5-7: many clipped
+    X[7] = 0.0
+    y = (rng.random(n) < 0.5).astype(float)
+    problem = Problem(X, y, Logistic(), case["l2"])
+    blocked, loop = _blocked_and_loop(problem, case["steps"], **case["kw"])
+    assert np.isfinite(loop).all() and np.abs(loop).max() > 0
+    np.testing.assert_allclose(blocked, loop, rtol=1e-9, atol=1e-12 * np.abs(loop).max())
+
+
+def test_one_example_blocks_clip_and_project_where_the_loop_does():
+    """The comparison above can fail: the loop's iterates touch the ball and its rows are clipped
+    (a blocked form that skipped either would differ)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 5)) * rng.uniform(0.2, 3.0, size=(60, 1))
+    problem = Problem(X, (rng.random(60) < 0.5).astype(float), Logistic(), 0.0)
+    free, _ = _blocked_and_loop(problem, [203], sigma=[0.3], clip=1e6, mode="constant", learning_rate=0.4,
+                                radius=None, output="last")
+    clipped, _ = _blocked_and_loop(problem, [203], sigma=[0.3], clip=0.2, mode="constant", learning_rate=0.4,
+                                   radius=None, output="last")
+    ball, _ = _blocked_and_loop(problem, [203], sigma=[0.3], clip=0.2, mode="constant", learning_rate=0.4,
+                                radius=0.5, output="last")
+    assert not np.allclose(free, clipped) and np.linalg.norm(clipped) > 0.5
+    assert not np.allclose(ball, clipped) and np.linalg.norm(ball) <= 0.5 + 1e-12

@@ -35,7 +35,16 @@ from ..audit_worst_case import PUSH_AT_CLIP, white_box_audit
 from ..base import FitResult, Privacy, draw_rngs
 from ..domains import POSITIVE, POSITIVE_INT, finite_epsilon, one_of, optional, positive_delta
 from ..registry import register
-from .theory import OUTPUTS, STEP_SIZES, check_schedule, run_projected, sgd_min_steps, sgd_sigma_notes, sgd_sigma_rdp
+from .theory import (
+    ONE_CHAINS,
+    OUTPUTS,
+    STEP_SIZES,
+    check_schedule,
+    run_projected,
+    sgd_min_steps,
+    sgd_sigma_notes,
+    sgd_sigma_rdp,
+)
 
 ACCOUNTING = {
     "notes": "advanced composition + amplification by sampling + classical Gaussian (Lemma 15.5 of the notes)",
@@ -70,9 +79,10 @@ def fit_dp_sgd_lecture_settings(problem, privacies, rngs, draws: int = 1, *, ste
                                 radius: float | None = 1.0, step_size: str = "convex", output: str = "last",
                                 accountant: str = "notes") -> list[FitResult]:
     """Every privacy target of a row at once: ``draws`` chains per target (target i's from
-    ``rngs[i]``), each with its own T and σ, run as one lockstep state (:func:`.theory.run_projected`):
-    result i is, bit for bit, the fit of target i alone; the interpreter's cost of a step is
-    shared by every chain still running (the row's smaller T finish first)."""
+    ``rngs[i]``), each with its own T and σ (:func:`.theory.run_projected`): result i is, bit for
+    bit, the fit of target i alone. Up to :data:`.theory.ONE_CHAINS` draws per target, each chain
+    runs alone in blocks of steps; more, every chain of the row in one lockstep state, whose
+    interpreter cost per step they share. The choice follows ``draws``, the same alone or in a row."""
     for privacy in privacies:
         if not privacy.is_private or not privacy.delta > 0:
             raise ValueError(f"dp-sgd-lecture needs a finite epsilon and delta > 0; got epsilon={privacy.epsilon!r}, "
@@ -92,7 +102,7 @@ def fit_dp_sgd_lecture_settings(problem, privacies, rngs, draws: int = 1, *, ste
         chain_steps += [T] * draws
         chain_sigma += [cal["sigma"]] * draws
     weights = run_projected(problem, chains, chain_steps, batch="one", sigma=chain_sigma, clip=clip, mode=step_size,
-                            learning_rate=learning_rate, radius=radius, output=output)
+                            learning_rate=learning_rate, radius=radius, output=output, blocked=draws <= ONE_CHAINS)
     return [FitResult(weights=weights[i * draws:(i + 1) * draws], epsilon_spent=eps, delta_spent=delta,
                       adjacency="replace-one", grad_evals=T / problem.n, iterations=T,
                       accounting=ACCOUNTING[accountant], extra=dict(cal, steps=T, accountant=accountant))

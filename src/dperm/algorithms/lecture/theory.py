@@ -1,6 +1,7 @@
 """Shared pieces of the DP-GD and DP-SGD of Wang's lecture notes (Lecture 15, Algorithms 2 and 3):
 their noise calibrations (the notes' bounds, RDP and the tight PLD) and the projected noisy
-(S)GD loop, ``draws`` chains in lockstep.
+(S)GD loop: DP-GD's ``draws`` chains in lockstep, DP-SGD's one-example chains each in blocks of
+steps.
 
 Notation: n rows, T steps, per-example gradients clipped to L (the notes' Lipschitz constant),
 C = {‖w‖ ≤ R} the constraint set (``radius``; None: no projection), ‖C‖ = 2R its diameter.
@@ -11,6 +12,7 @@ on both neighbours and is added outside the noise (docs/privacy.md#outpert-regul
 from __future__ import annotations
 
 import math
+from operator import mul
 
 import numpy as np
 
@@ -125,10 +127,118 @@ def _project(W: np.ndarray, radius: float | None) -> None:
         W *= scale[:, None]
 
 
+ONE_BLOCK = 16  # one-example steps whose products are formed together (_one_example_chain)
+ONE_CHAINS = 4  # up to this many one-example chains per privacy target run in blocks, more in lockstep
+
+
+def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, radius: float | None,
+                       chunk: int) -> None:
+    """Steps t₀ + 1..T of one chain of the notes' projected noisy one-example SGD on a GLM,
+    θ_t = Π(a_t θ_{t−1} − η_t(c_t u_t + ξ_t)), a_t = 1 − η_tλ, u_t the drawn row,
+    c_t = φ'(⟨θ_{t−1}, u_t⟩) clipped to ±clip/‖u_t‖, ξ_t ~ N(0, σ²I); ``etas`` holds η_t for those
+    steps. ``x`` (θ_{t₀}) becomes θ_T in place, and Σ_{t₀≤t<T} θ_t is added to ``acc`` unless it is
+    None.
+
+    The same draws as the step-by-step loop, t₀ a multiple of ``chunk``: per block of ``chunk``
+    steps the block's rows (``integers``), then its noise (``standard_normal``). The recursion runs :data:`ONE_BLOCK`
+    steps at a time from the block's start θ₀, as :func:`dperm.solvers.glm_sgd_steps` does for
+    noiseless SGD, with the noise as a second direction per step: with v_{2q} = u_q and
+    v_{2q+1} = ξ_q, θ_q = γ_q(θ₀ + Σ_{j<2q} κ_j v_j), and
+
+        h_q = ⟨θ_q, u_q⟩/γ_q,  m_q = ⟨θ_q, ξ_q⟩/γ_q   (from the products V·θ₀ and V·Vᵀ),
+        κ_{2q} = −η_q c_q/(a_qγ_q),  κ_{2q+1} = −η_q/(a_qγ_q),
+        N_{q+1} = ‖θ_q/γ_q + κ_{2q}u_q + κ_{2q+1}ξ_q‖²   (a scalar recursion),
+        γ_{q+1} = a_qγ_q · min(1, radius/(|a_qγ_q|√N_{q+1})).
+
+    Plain-Python arithmetic per step, no numpy call; the same operations as the loop up to
+    rounding. A step with |a_q| < :data:`dperm.solvers.SGD_MIN_SHRINK` (η₁ = 1/(αt) at t = 1 with
+    α = λ erases θ) runs on its own. A block ends early once γ falls below 10⁻¹⁵⁰ or N rises above
+    10¹⁵⁰: where the noise dwarfs the ball, each projection shrinks γ by the ratio of the radius to
+    the noise, and N ≈ radius²/γ² would overflow first."""
+    from ...solvers import SGD_MIN_SHRINK, _scalar_dphi
+
+    X, n, p, lam = problem.X, problem.n, problem.p, float(problem.l2 or 0.0)
+    with np.errstate(divide="ignore"):
+        limits = (clip / problem.row_norms).tolist()  # inf where x_i = 0 (its gradient is 0)
+    dphi = _scalar_dphi(problem.loss, problem.y)
+    etas = np.asarray(etas, dtype=float)
+    shrink = (1.0 - etas * lam).tolist()
+    etas = etas.tolist()
+    T = len(etas)
+    r2 = math.inf if radius is None else float(radius) ** 2
+    sqrt = math.sqrt
+    start = x
+    V = np.empty((2 * ONE_BLOCK, p))
+    for t0 in range(0, T, chunk):
+        k = min(chunk, T - t0)
+        rows = rng.integers(0, n, size=k)
+        noise = rng.standard_normal((k, p))
+        noise *= sigma
+        U = X[rows]
+        rows = rows.tolist()
+        pos = 0
+        while pos < k:
+            t = t0 + pos  # steps t0 + pos + 1, ... of the chain (η, a indexed from 0)
+            if abs(shrink[t]) < SGD_MIN_SHRINK:  # a step that all but erases θ, on its own
+                if acc is not None:
+                    acc += x
+                z = float(U[pos] @ x)
+                lim = limits[rows[pos]]
+                c = min(max(dphi(z, rows[pos]), -lim), lim)
+                x = x - etas[t] * (c * U[pos] + lam * x + noise[pos])
+                norm2 = float(x @ x)
+                if norm2 > r2:
+                    x *= radius / sqrt(norm2)
+                pos += 1
+                continue
+            b = min(ONE_BLOCK, k - pos)
+            for q in range(1, b):
+                if abs(shrink[t + q]) < SGD_MIN_SHRINK:
+                    b = q
+                    break
+            Vb = V[:2 * b]
+            Vb[0::2] = U[pos:pos + b]
+            Vb[1::2] = noise[pos:pos + b]
+            base = (Vb @ x).tolist()
+            gram = (Vb @ Vb.T).tolist()
+            kappa, gam = [], [1.0]
+            g, N = 1.0, float(x @ x)
+            done = b
+            for q in range(b):
+                row = rows[pos + q]
+                gh, gm = gram[2 * q], gram[2 * q + 1]
+                h = base[2 * q] + sum(map(mul, gh, kappa))
+                m = base[2 * q + 1] + sum(map(mul, gm, kappa))
+                lim = limits[row]
+                c = min(max(dphi(g * h, row), -lim), lim)
+                eta = etas[t + q]
+                ag = shrink[t + q] * g
+                bu, bx = -eta * c / ag, -eta / ag
+                N += 2.0 * (bu * h + bx * m + bu * bx * gh[2 * q + 1]) + bu * bu * gh[2 * q] + bx * bx * gm[2 * q + 1]
+                g = ag
+                if ag * ag * N > r2:  # ‖θ_{q+1}‖ before the projection, squared
+                    g = ag * (radius / (abs(ag) * sqrt(N)))
+                kappa += (bu, bx)
+                gam.append(g)
+                if abs(g) < 1e-150 or N > 1e150:  # a new block before γ underflows or N = ‖θ/γ‖² overflows
+                    done = q + 1
+                    break
+            coef = np.array(kappa)
+            if acc is not None:  # Σ_{q<done} θ_q = (Σ γ_q)θ₀ + Σ_j κ_j (Σ_{q>j} γ_q) v_j
+                gk = np.array(gam[:done])
+                tail = np.zeros(done)  # Σ_{j<q<done} γ_q for step j, summed from the end: not Σ_{q≥j} − γ_j,
+                tail[:-1] = np.cumsum(gk[:0:-1])[::-1]  # which cancels where each γ is far below the last
+                acc += gk.sum() * x + (np.repeat(tail, 2) * coef) @ Vb[:2 * done]
+            x = gam[done] * (x + coef @ Vb[:2 * done])
+            pos += done
+    start[:] = x
+
+
 def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode: str,
-                  learning_rate: float, radius: float | None, output: str, chunk: int = 1024) -> np.ndarray:
+                  learning_rate: float, radius: float | None, output: str, chunk: int = 1024,
+                  blocked: bool = False) -> np.ndarray:
     """``len(rngs)`` independent chains of θ_t = Π_C(θ_{t−1} − η_t(g_t + λθ_{t−1} + N(0, σ²I))),
-    θ_0 = 0, in lockstep; g_t the clipped mean gradient (``batch="full"``, DP-GD) or the clipped
+    θ_0 = 0; g_t the clipped mean gradient (``batch="full"``, DP-GD) or the clipped
     gradient of one row drawn uniformly from each chain's own generator (``batch="one"``, DP-SGD).
     Returns the last iterates θ_T or the averages (1/T) Σ_{t<T} θ_t, shape (draws, p).
 
@@ -136,10 +246,15 @@ def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode:
     each chain keeps its own T, σ and, for ``mode="convex"``, its own step sizes η_t = ‖C‖/(G√t)
     with G from its σ). Each chain draws from its own generator only, per block of ``chunk`` of
     its own steps (its rows, then its noise) until its own T, so a chain's output is that of a run
-    alone, to the bit: every elementwise operation on its row is the one a lone run makes (the
-    lockstep argument of :mod:`dperm.algorithms.dp_sgd.engine`); the interpreter's cost of a
-    step is shared by every chain still running. GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to
-    norm L is clipping φ' to ±L/‖x_i‖."""
+    alone, to the bit. The chains run in lockstep: every elementwise operation on a chain's row
+    is the one a lone run makes (the lockstep argument of :mod:`dperm.algorithms.dp_sgd.engine`),
+    and the interpreter's cost of a step is shared by every chain still running. With
+    ``blocked=True``, ``batch="one"`` and dense rows, each chain runs alone in blocks of steps
+    instead (:func:`_one_example_chain`: no numpy call per step, the loop's arithmetic up to
+    rounding), cheaper per chain-step than a lockstep of a few chains and dearer than one of
+    many (docs/performance.md#lecture-blocked): the caller chooses by a count that does not
+    change when targets run together. GLM losses only: clipping ∇ℓ_i = φ'(z_i)x_i to norm L is
+    clipping φ' to ±L/‖x_i‖."""
     from ...losses import GLMLoss
 
     if not isinstance(problem.loss, GLMLoss):
@@ -162,6 +277,17 @@ def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode:
     G = np.sqrt((clip + lam * (radius or 0.0)) ** 2 + p * sigmas ** 2)
     scale = sigmas[:, None]
     longest = int(T[0]) if draws else 0
+    if batch == "one" and blocked and isinstance(X, np.ndarray):  # each chain on its own, in blocks of steps
+        for d in range(draws):
+            t = np.arange(1, int(T[d]) + 1)
+            if mode == "convex":
+                etas = 2.0 * radius / (G[d] * np.sqrt(t))
+            else:
+                etas = [step_size(mode, i, learning_rate=learning_rate, radius=radius, gradient_bound=0.0,
+                                  alpha=lam) for i in t.tolist()]
+            _one_example_chain(problem, rngs[d], W[d], None if total is None else total[d], etas, float(sigmas[d]),
+                               clip, radius, chunk)
+        longest = 0  # nothing left for the lockstep loop
     for t0 in range(0, longest, chunk):
         counts = np.clip(T - t0, 0, chunk)  # steps of this block, per chain
         live = int(np.count_nonzero(counts))
