@@ -70,9 +70,10 @@ def load(unit_ball: bool = False):
 
 
 def lecture():
-    from functools import partial
-
     from dperm.algorithms.lecture import dp_sgd, theory
+
+    def loop(*args, **kwargs):  # the step-by-step lockstep loop, whatever the draws
+        return theory.run_projected(*args, **{**kwargs, "blocked": False})
 
     X, y = load()
     problem = Problem(X, y, Logistic(), 1e-3)
@@ -81,7 +82,7 @@ def lecture():
     rows = []
     for rep in range(ARGS.repeat):
         timed = {}
-        for form, runner in (("loop", partial(theory.run_projected, blocked=False)), ("blocks", theory.run_projected)):
+        for form, runner in (("loop", loop), ("blocks", theory.run_projected)):
             dp_sgd.run_projected = runner
             try:
                 rngs = [np.random.default_rng([rep, i]) for i in range(len(targets))]
