@@ -156,7 +156,7 @@ def test_rates_table_recovers_a_known_slope():
 @pytest.mark.parametrize("accountant,output,step_size,draws", [
     ("notes", "average", "convex", 3), ("rdp", "last", "convex", 3), ("rdp", "average", "constant", 3),
     ("notes", "average", "convex", 5), ("rdp", "last", "convex", 5)])
-def test_dp_sgd_row_in_lockstep_is_each_target_alone_bit_for_bit(accountant, output, step_size, draws):
+def test_dp_sgd_row_is_each_target_alone_bit_for_bit(accountant, output, step_size, draws):
     """fit_settings runs the row's targets together, each with its own T and σ (the notes'
     condition gives T growing with ε²): every target's weights are its lone fit's, bit for bit, in
     any order of the targets, whether its chains run in blocks (3 draws) or in one lockstep state

@@ -133,14 +133,13 @@ ONE_CHAINS = 4  # up to this many one-example chains per privacy target run in b
 
 def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, radius: float | None,
                        chunk: int) -> None:
-    """Steps t₀ + 1..T of one chain of the notes' projected noisy one-example SGD on a GLM,
+    """One chain of the notes' projected noisy one-example SGD on a GLM, T = len(``etas``) steps
     θ_t = Π(a_t θ_{t−1} − η_t(c_t u_t + ξ_t)), a_t = 1 − η_tλ, u_t the drawn row,
-    c_t = φ'(⟨θ_{t−1}, u_t⟩) clipped to ±clip/‖u_t‖, ξ_t ~ N(0, σ²I); ``etas`` holds η_t for those
-    steps. ``x`` (θ_{t₀}) becomes θ_T in place, and Σ_{t₀≤t<T} θ_t is added to ``acc`` unless it is
-    None.
+    c_t = φ'(⟨θ_{t−1}, u_t⟩) clipped to ±clip/‖u_t‖, ξ_t ~ N(0, σ²I), η_t = ``etas[t − 1]``. ``x``
+    (θ_0) becomes θ_T in place, and Σ_{t<T} θ_t is added to ``acc`` unless it is None.
 
-    The same draws as the step-by-step loop, t₀ a multiple of ``chunk``: per block of ``chunk``
-    steps the block's rows (``integers``), then its noise (``standard_normal``). The recursion runs :data:`ONE_BLOCK`
+    The same draws as the step-by-step loop: per block of ``chunk`` steps the block's rows
+    (``integers``), then its noise (``standard_normal``). The recursion runs :data:`ONE_BLOCK`
     steps at a time from the block's start θ₀, as :func:`dperm.solvers.glm_sgd_steps` does for
     noiseless SGD, with the noise as a second direction per step: with v_{2q} = u_q and
     v_{2q+1} = ξ_q, θ_q = γ_q(θ₀ + Σ_{j<2q} κ_j v_j), and
