@@ -234,3 +234,33 @@ def test_one_example_blocks_clip_and_project_where_the_loop_does():
                                 radius=0.5, output="last")
     assert not np.allclose(free, clipped) and np.linalg.norm(clipped) > 0.5
     assert not np.allclose(ball, clipped) and np.linalg.norm(ball) <= 0.5 + 1e-12
+
+
+def test_one_example_blocks_run_an_erasing_step_inside_a_block_on_its_own():
+    """The notes' schedules erase θ at t = 1 only; the blocked chain takes any η_t. A step with
+    1 − η_tλ = 0 in the middle of a block ends the block before it and runs on its own: the
+    result is the plain recursion's, on the same rows and noise."""
+    from dperm.algorithms.lecture.theory import _one_example_chain
+    from dperm.solvers import _scalar_dphi
+
+    rng = np.random.default_rng(8)
+    n, p, lam, clip, sigma, radius = 40, 4, 0.5, 0.7, 0.3, 1.5
+    X = rng.normal(size=(n, p))
+    problem = Problem(X, (rng.random(n) < 0.5).astype(float), Logistic(), lam)
+    etas = np.full(50, 0.3)
+    etas[[9, 23, 24]] = 1.0 / lam  # inside the first and second blocks of 16, and two in a row
+    limits = clip / problem.row_norms
+    x, acc = np.zeros(p), np.zeros(p)
+    _one_example_chain(problem, np.random.default_rng(2), x, acc, etas, sigma, limits.tolist(),
+                       _scalar_dphi(problem.loss, problem.y), radius, chunk=1024)
+    draw = np.random.default_rng(2)
+    rows, noise = draw.integers(0, n, size=50), sigma * draw.standard_normal((50, p))
+    theta, total = np.zeros(p), np.zeros(p)
+    for t in range(50):
+        total += theta
+        i = rows[t]
+        c = np.clip(problem.loss.dphi(np.array([X[i] @ theta]), problem.y[i:i + 1])[0], -limits[i], limits[i])
+        theta = theta - etas[t] * (c * X[i] + lam * theta + noise[t])
+        theta *= min(1.0, radius / np.linalg.norm(theta))
+    np.testing.assert_allclose(x, theta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(acc, total, rtol=1e-10, atol=1e-12)

@@ -131,12 +131,14 @@ ONE_BLOCK = 16  # one-example steps whose products are formed together (_one_exa
 ONE_CHAINS = 4  # up to this many one-example chains per privacy target run in blocks, more in lockstep
 
 
-def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, radius: float | None,
+def _one_example_chain(problem, rng, x, acc, etas, sigma: float, limits: list, dphi, radius: float | None,
                        chunk: int) -> None:
     """One chain of the notes' projected noisy one-example SGD on a GLM, T = len(``etas``) steps
     θ_t = Π(a_t θ_{t−1} − η_t(c_t u_t + ξ_t)), a_t = 1 − η_tλ, u_t the drawn row,
-    c_t = φ'(⟨θ_{t−1}, u_t⟩) clipped to ±clip/‖u_t‖, ξ_t ~ N(0, σ²I), η_t = ``etas[t − 1]``. ``x``
-    (θ_0) becomes θ_T in place, and Σ_{t<T} θ_t is added to ``acc`` unless it is None.
+    c_t = φ'(⟨θ_{t−1}, u_t⟩) clipped to ±``limits[i]`` for row i (clip/‖x_i‖), ξ_t ~ N(0, σ²I),
+    η_t = ``etas[t − 1]``; ``dphi(z, i)`` is φ' for row i in plain Python
+    (:func:`dperm.solvers._scalar_dphi`). ``x`` (θ_0) becomes θ_T in place, and Σ_{t<T} θ_t is
+    added to ``acc`` unless it is None.
 
     The same draws as the step-by-step loop: per block of ``chunk`` steps the block's rows
     (``integers``), then its noise (``standard_normal``). The recursion runs :data:`ONE_BLOCK`
@@ -154,16 +156,15 @@ def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, ra
     α = λ erases θ) runs on its own. A block ends early once γ falls below 10⁻¹⁵⁰ or N rises above
     10¹⁵⁰: where the noise dwarfs the ball, each projection shrinks γ by the ratio of the radius to
     the noise, and N ≈ radius²/γ² would overflow first."""
-    from ...solvers import SGD_MIN_SHRINK, _scalar_dphi
+    from ...solvers import SGD_MIN_SHRINK
 
     X, n, p, lam = problem.X, problem.n, problem.p, float(problem.l2 or 0.0)
-    with np.errstate(divide="ignore"):
-        limits = (clip / problem.row_norms).tolist()  # inf where x_i = 0 (its gradient is 0)
-    dphi = _scalar_dphi(problem.loss, problem.y)
     etas = np.asarray(etas, dtype=float)
-    shrink = (1.0 - etas * lam).tolist()
-    etas = etas.tolist()
+    shrink = 1.0 - etas * lam
     T = len(etas)
+    alone = np.flatnonzero(np.abs(shrink) < SGD_MIN_SHRINK).tolist() + [T]  # steps run on their own, then T
+    shrink, etas = shrink.tolist(), etas.tolist()
+    cut = 0
     r2 = math.inf if radius is None else float(radius) ** 2
     sqrt = math.sqrt
     start = x
@@ -178,7 +179,9 @@ def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, ra
         pos = 0
         while pos < k:
             t = t0 + pos  # steps t0 + pos + 1, ... of the chain (η, a indexed from 0)
-            if abs(shrink[t]) < SGD_MIN_SHRINK:  # a step that all but erases θ, on its own
+            while alone[cut] < t:
+                cut += 1
+            if alone[cut] == t:  # a step that all but erases θ, on its own
                 if acc is not None:
                     acc += x
                 z = float(U[pos] @ x)
@@ -190,11 +193,7 @@ def _one_example_chain(problem, rng, x, acc, etas, sigma: float, clip: float, ra
                     x *= radius / sqrt(norm2)
                 pos += 1
                 continue
-            b = min(ONE_BLOCK, k - pos)
-            for q in range(1, b):
-                if abs(shrink[t + q]) < SGD_MIN_SHRINK:
-                    b = q
-                    break
+            b = min(ONE_BLOCK, k - pos, alone[cut] - t)
             Vb = V[:2 * b]
             Vb[0::2] = U[pos:pos + b]
             Vb[1::2] = noise[pos:pos + b]
@@ -277,6 +276,9 @@ def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode:
     scale = sigmas[:, None]
     longest = int(T[0]) if draws else 0
     if batch == "one" and blocked and isinstance(X, np.ndarray):  # each chain on its own, in blocks of steps
+        from ...solvers import _scalar_dphi
+
+        limits, dphi = limit.tolist(), _scalar_dphi(loss, y)
         for d in range(draws):
             t = np.arange(1, int(T[d]) + 1)
             if mode == "convex":
@@ -285,7 +287,7 @@ def run_projected(problem, rngs, steps, *, batch: str, sigma, clip: float, mode:
                 etas = [step_size(mode, i, learning_rate=learning_rate, radius=radius, gradient_bound=0.0,
                                   alpha=lam) for i in t.tolist()]
             _one_example_chain(problem, rngs[d], W[d], None if total is None else total[d], etas, float(sigmas[d]),
-                               clip, radius, chunk)
+                               limits, dphi, radius, chunk)
         longest = 0  # nothing left for the lockstep loop
     for t0 in range(0, longest, chunk):
         counts = np.clip(T - t0, 0, chunk)  # steps of this block, per chain
