@@ -107,3 +107,33 @@ def test_every_algorithm_s_extra_fits_in_a_record_and_it_names_its_accounting(na
         json.loads(record_json(result.extra, d, 2))
     assert result.accounting, f"{name} does not say how its epsilon was accounted"
     assert ("not private" in result.accounting) == (not spec.private)
+
+
+def test_the_package_is_walked_once_and_again_only_after_a_walk_that_failed(monkeypatch):
+    """Snakemake's input functions ask for an algorithm tens of thousands of times while the
+    default target's DAG is built: after the first complete walk, no call lists the package
+    again. A walk that fails part way (an import error) leaves the registry to walk again."""
+    import pkgutil
+
+    from dperm.algorithms import registry
+
+    algorithm_names()  # a complete walk
+    real_walk, walks = pkgutil.walk_packages, []
+
+    def counting_walk(*args, **kwargs):
+        walks.append(args)
+        raise ImportError("a module failed to import")
+
+    monkeypatch.setattr(pkgutil, "walk_packages", counting_walk)
+    for name in ("dp-agd", "dp-sgd", "objpert"):
+        assert get_algorithm(name).name == name
+    assert walks == []
+
+    monkeypatch.setattr(registry, "_LOADED", False)  # as if no walk had finished
+    for _ in range(2):
+        with pytest.raises(ImportError, match="failed to import"):
+            get_algorithm("dp-agd")
+    assert len(walks) == 2  # each call walks again while none has finished
+    monkeypatch.setattr(pkgutil, "walk_packages", real_walk)
+    assert get_algorithm("dp-agd").name == "dp-agd"  # this walk finishes
+    assert registry._LOADED

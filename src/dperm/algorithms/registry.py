@@ -150,6 +150,8 @@ def algorithm_names() -> list[str]:
 
 #: modules of this package that define no algorithm
 _INFRASTRUCTURE = {"base", "registry", "audit_cases"}
+#: whether :func:`_load_all` has imported every module (set only once every import succeeded)
+_LOADED = False
 
 
 def _load_all() -> None:
@@ -157,7 +159,15 @@ def _load_all() -> None:
     their registrations run. A family is a folder (``dp_agd/``, ``blackbox/``, ...): its
     ``__init__`` registers the family's algorithm and states its privacy argument, and the
     modules beside it (its theory, its engine, further members) are imported here too, whether
-    or not they register anything; there is no naming convention to follow."""
+    or not they register anything; there is no naming convention to follow.
+
+    The package is walked on the first call only: a walk lists the package's folders on disk,
+    and Snakemake's input functions ask for an algorithm once or more per job, so walking on
+    every call cost most of the workflow's DAG building (thousands of walks for the default
+    target). A walk that fails part way is repeated on the next call."""
+    global _LOADED
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
@@ -165,3 +175,4 @@ def _load_all() -> None:
     for module in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
         if module.name.rsplit(".", 1)[-1] not in _INFRASTRUCTURE:
             importlib.import_module(module.name)
+    _LOADED = True
