@@ -12,6 +12,7 @@ is its own key (``-reference``), so results files, tables and legends never mix 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -150,10 +151,9 @@ def algorithm_names() -> list[str]:
 
 #: modules of this package that define no algorithm
 _INFRASTRUCTURE = {"base", "registry", "audit_cases"}
-#: whether :func:`_load_all` has imported every module (set only once every import succeeded)
-_LOADED = False
 
 
+@functools.cache
 def _load_all() -> None:
     """Import every module of this package and of its family packages once (recursively), so
     their registrations run. A family is a folder (``dp_agd/``, ``blackbox/``, ...): its
@@ -161,13 +161,11 @@ def _load_all() -> None:
     modules beside it (its theory, its engine, further members) are imported here too, whether
     or not they register anything; there is no naming convention to follow.
 
-    The package is walked on the first call only: a walk lists the package's folders on disk,
-    and Snakemake's input functions ask for an algorithm once or more per job, so walking on
-    every call cost most of the workflow's DAG building (thousands of walks for the default
-    target). A walk that fails part way is repeated on the next call."""
-    global _LOADED
-    if _LOADED:
-        return
+    The package is walked on the first call only (cached; a call that raises is not, so a walk
+    that fails part way is repeated on the next call): a walk lists the package's folders on
+    disk, and Snakemake's input functions ask for an algorithm once or more per job, so walking
+    on every call cost most of the workflow's DAG building (thousands of walks for the default
+    target)."""
     import importlib
     import pkgutil
 
@@ -175,4 +173,3 @@ def _load_all() -> None:
     for module in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
         if module.name.rsplit(".", 1)[-1] not in _INFRASTRUCTURE:
             importlib.import_module(module.name)
-    _LOADED = True
